@@ -1,0 +1,180 @@
+package classify
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultPermanentStatuses are the HTTP statuses that fail the same way on
+// every attempt. Every other non-2xx status is transient: an unknown failure
+// must not throw a read away, the attempt budget bounds it and the dead-letter
+// subject keeps it.
+var DefaultPermanentStatuses = []int{400, 404, 405, 410, 413, 414, 415, 422}
+
+// HTTP classifies HTTP responses. The zero value uses
+// DefaultPermanentStatuses and the wall clock. It is safe for concurrent use
+// once built.
+type HTTP struct {
+	permanent map[int]bool
+	now       func() time.Time
+}
+
+// NewHTTP returns a classifier that treats the given statuses as permanent
+// (nil means DefaultPermanentStatuses). now may be nil for the wall clock.
+func NewHTTP(permanent []int, now func() time.Time) (*HTTP, error) {
+	if permanent == nil {
+		permanent = DefaultPermanentStatuses
+	}
+	set := make(map[int]bool, len(permanent))
+	for _, s := range permanent {
+		if s < 400 || s > 599 {
+			return nil, fmt.Errorf("permanent status %d: must be a 4xx or 5xx status", s)
+		}
+		set[s] = true
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &HTTP{permanent: set, now: now}, nil
+}
+
+// Response classifies a response by its status: nil for 2xx, otherwise an
+// *Error whose Class follows the permanent set and whose RetryAfter comes from
+// the Retry-After header of a transient response.
+func (h *HTTP) Response(resp *http.Response) error {
+	return h.Status(resp.StatusCode, resp.Header.Get("Retry-After"))
+}
+
+// Status classifies a status code and its Retry-After header value.
+func (h *HTTP) Status(code int, retryAfter string) error {
+	if code >= 200 && code <= 299 {
+		return nil
+	}
+	permanent := h.permanent
+	if permanent == nil {
+		permanent = defaultSet
+	}
+	e := &Error{Class: Transient, Cause: StatusCause(code), Err: &StatusError{Code: code}}
+	if permanent[code] {
+		e.Class = Permanent
+		return e
+	}
+	now := h.now
+	if now == nil {
+		now = time.Now
+	}
+	if d, ok := ParseRetryAfter(retryAfter, now()); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+var defaultSet = func() map[int]bool {
+	m := make(map[int]bool, len(DefaultPermanentStatuses))
+	for _, s := range DefaultPermanentStatuses {
+		m[s] = true
+	}
+	return m
+}()
+
+// StatusError is a non-2xx HTTP status from the downstream.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string {
+	if t := http.StatusText(e.Code); t != "" {
+		return fmt.Sprintf("downstream answered %d %s", e.Code, t)
+	}
+	return fmt.Sprintf("downstream answered %d", e.Code)
+}
+
+// StatusCause maps a status to its cause in the closed set.
+func StatusCause(code int) Cause {
+	switch code {
+	case 400:
+		return CauseHTTP400
+	case 404:
+		return CauseHTTP404
+	case 405:
+		return CauseHTTP405
+	case 408:
+		return CauseHTTP408
+	case 410:
+		return CauseHTTP410
+	case 413:
+		return CauseHTTP413
+	case 414:
+		return CauseHTTP414
+	case 415:
+		return CauseHTTP415
+	case 422:
+		return CauseHTTP422
+	case 425:
+		return CauseHTTP425
+	case 429:
+		return CauseRateLimited
+	case 500:
+		return CauseHTTP500
+	case 502:
+		return CauseHTTP502
+	case 503:
+		return CauseHTTP503
+	case 504:
+		return CauseHTTP504
+	}
+	switch {
+	case code >= 400 && code <= 499:
+		return CauseHTTP4xx
+	case code >= 500 && code <= 599:
+		return CauseHTTP5xx
+	}
+	return CauseHTTPOther
+}
+
+// maxRetryAfter bounds the delta-seconds form before it becomes a Duration,
+// so a huge number cannot overflow. Callers clamp further (retry's
+// MaxServerWait).
+const maxRetryAfter = 24 * time.Hour
+
+// ParseRetryAfter reads a Retry-After value in either form: delta-seconds
+// ("120") or an HTTP-date ("Wed, 21 Oct 2015 07:28:00 GMT"). A date in the
+// past gives zero. Garbage, negative numbers and empty values give ok=false.
+func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			if ne, isNum := err.(*strconv.NumError); isNum && ne.Err == strconv.ErrRange && allDigits(v) {
+				return maxRetryAfter, true
+			}
+			return 0, false
+		}
+		if n > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d = t.Sub(now)
+	if d < 0 {
+		return 0, true
+	}
+	return min(d, maxRetryAfter), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
