@@ -54,7 +54,11 @@ const (
 	CauseConnection      Cause = "connection"
 	CausePanic           Cause = "panic"
 	CauseShutdown        Cause = "shutdown"
-	CauseUnknown         Cause = "unknown"
+	// CauseUnsettled: a delivery past the attempt budget, because an earlier
+	// delivery ended without settling (a crash, an ack timeout, or a
+	// dead-letter copy that could not be stored).
+	CauseUnsettled Cause = "unsettled"
+	CauseUnknown   Cause = "unknown"
 )
 
 // Causes returns every cause in the closed set, so that metrics can
@@ -66,7 +70,7 @@ func Causes() []Cause {
 		CauseHTTP413, CauseHTTP414, CauseHTTP415, CauseHTTP422, CauseHTTP425,
 		CauseRateLimited, CauseHTTP500, CauseHTTP502, CauseHTTP503, CauseHTTP504,
 		CauseHTTP4xx, CauseHTTP5xx, CauseHTTPOther,
-		CauseTimeout, CauseConnection, CausePanic, CauseShutdown, CauseUnknown,
+		CauseTimeout, CauseConnection, CausePanic, CauseShutdown, CauseUnsettled, CauseUnknown,
 	}
 }
 

@@ -1,0 +1,147 @@
+package config
+
+import (
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// Config is every setting of the consumer binary. The zero value is not
+// usable; start from [Default] or [Load].
+type Config struct {
+	NATS       NATS       `yaml:"nats"`
+	Stream     Stream     `yaml:"stream"`
+	Consumer   Consumer   `yaml:"consumer"`
+	Retry      Retry      `yaml:"retry"`
+	DLQ        DLQ        `yaml:"dlq"`
+	Downstream Downstream `yaml:"downstream"`
+	HTTP       HTTP       `yaml:"http"`
+	Log        Log        `yaml:"log"`
+	Shutdown   Shutdown   `yaml:"shutdown"`
+	DataDir    string     `yaml:"data_dir"` // store of the embedded server
+	Demo       bool       `yaml:"demo"`     // no downstream needed
+}
+
+// NATS is how to reach the NATS server.
+type NATS struct {
+	URL      string `yaml:"url"`       // "" starts an embedded server; comma-separated list allowed
+	Creds    string `yaml:"creds"`     // path to a .creds file
+	User     string `yaml:"user"`      // with Password
+	Password string `yaml:"password"`  // secret
+	Token    string `yaml:"token"`     // secret
+	NKeySeed string `yaml:"nkey_seed"` // path to an nkey seed file
+	TLS      TLS    `yaml:"tls"`
+	Name     string `yaml:"name"` // connection name shown by the server
+}
+
+// TLS is the client side of a TLS connection to NATS; every field is a path
+// to a PEM file.
+type TLS struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Stream is the JetStream stream the meter reads are stored in.
+type Stream struct {
+	Name     string   `yaml:"name"`
+	Subjects []string `yaml:"subjects"`
+	Create   bool     `yaml:"create"` // create the stream and the DLQ stream if missing
+	Replicas int      `yaml:"replicas"`
+}
+
+// Consumer is the durable pull consumer and its workers.
+type Consumer struct {
+	Durable        string        `yaml:"durable"`
+	Concurrency    int           `yaml:"concurrency"`
+	AckWait        time.Duration `yaml:"ack_wait"`
+	MaxAckPending  int           `yaml:"max_ack_pending"`
+	HandlerTimeout time.Duration `yaml:"handler_timeout"`
+}
+
+// Retry is the backoff applied to a read that failed transiently.
+type Retry struct {
+	Base          time.Duration `yaml:"base"`
+	Cap           time.Duration `yaml:"cap"`
+	MaxAttempts   int           `yaml:"max_attempts"`
+	MaxServerWait time.Duration `yaml:"max_server_wait"`
+}
+
+// Policy returns the settings as a [retry.Policy].
+func (r Retry) Policy() retry.Policy {
+	return retry.Policy{
+		Base:          r.Base,
+		Cap:           r.Cap,
+		MaxAttempts:   r.MaxAttempts,
+		MaxServerWait: r.MaxServerWait,
+	}
+}
+
+// DLQ is where reads that cannot be delivered are copied.
+type DLQ struct {
+	Stream     string        `yaml:"stream"`
+	Prefix     string        `yaml:"prefix"`     // copies go to <prefix>.<original subject>
+	Duplicates time.Duration `yaml:"duplicates"` // duplicate window of the DLQ stream
+}
+
+// Downstream is the HTTP service the reads are posted to.
+type Downstream struct {
+	URL               string        `yaml:"url"`
+	Timeout           time.Duration `yaml:"timeout"`
+	PermanentStatuses []int         `yaml:"permanent_statuses"`
+}
+
+// HTTP is the service's own HTTP server (health and metrics).
+type HTTP struct {
+	Addr string `yaml:"addr"` // "" disables it
+}
+
+// Log is how the service logs.
+type Log struct {
+	Format string `yaml:"format"` // auto, text or json
+	Level  string `yaml:"level"`  // debug, info, warn or error
+}
+
+// Shutdown bounds a graceful stop.
+type Shutdown struct {
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Default returns the built-in settings. It has no downstream URL, so it
+// validates only once one is set or Demo is true.
+func Default() Config {
+	return Config{
+		NATS: NATS{Name: "meter-consumer"},
+		Stream: Stream{
+			Name:     "METER_READS",
+			Subjects: []string{"meter.reads.>"},
+			Replicas: 1,
+		},
+		Consumer: Consumer{
+			Durable:        "meter-consumer",
+			Concurrency:    32,
+			AckWait:        30 * time.Second,
+			MaxAckPending:  10000,
+			HandlerTimeout: 10 * time.Second,
+		},
+		Retry: Retry{
+			Base:          500 * time.Millisecond,
+			Cap:           30 * time.Second,
+			MaxAttempts:   6,
+			MaxServerWait: 5 * time.Minute,
+		},
+		DLQ: DLQ{
+			Stream:     "METER_READS_DLQ",
+			Prefix:     "meter.dlq",
+			Duplicates: 20 * time.Minute,
+		},
+		Downstream: Downstream{
+			Timeout:           5 * time.Second,
+			PermanentStatuses: []int{400, 404, 405, 410, 413, 414, 415, 422},
+		},
+		HTTP:     HTTP{Addr: ":8080"},
+		Log:      Log{Format: "auto", Level: "info"},
+		Shutdown: Shutdown{Timeout: 30 * time.Second},
+		DataDir:  "./data",
+	}
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load builds the configuration from Default, then the YAML file named by
+// --config (or CONSUMER_CONFIG), then the environment as seen through getenv,
+// then the flags in args (without the program name), and validates it.
+// A nil getenv means an empty environment.
+//
+// For -h or --help it returns an error matching [flag.ErrHelp]; print
+// [Usage] and exit 0. On any error the returned Config is the zero value.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+
+	fromFlags := Default()
+	fs := newFlagSet(&fromFlags)
+	configPath := fs.String(configFlag, "", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, fmt.Errorf("consumer: %w", err)
+		}
+		return Config{}, fmt.Errorf("flags: %w (see --help)", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("flags: unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+
+	cfg := Default()
+	path := getenv(configEnv)
+	if given[configFlag] {
+		path = *configPath
+	}
+	if path != "" {
+		if err := readFile(&cfg, path); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := applyEnv(&cfg, getenv); err != nil {
+		return Config{}, err
+	}
+	for _, s := range settings {
+		if s.field != nil && given[s.flag] {
+			reflect.ValueOf(s.field(&cfg)).Elem().Set(reflect.ValueOf(s.field(&fromFlags)).Elem())
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// newFlagSet returns a flag set, silent on errors, whose flags write to cfg.
+func newFlagSet(cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, s := range settings {
+		if s.flag != "" && s.field != nil {
+			fs.Var(fieldValue{s.field(cfg)}, s.flag, s.help)
+		}
+	}
+	return fs
+}
+
+// readFile overrides cfg with the settings in the YAML file at path.
+func readFile(cfg *Config, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil // empty, or only comments
+	}
+	if errs := unknownKeys(doc.Content[0], ""); len(errs) > 0 {
+		return fmt.Errorf("config file %s: %w", path, errors.Join(errs...))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// unknownKeys returns an error for every key of the mapping n, at the dotted
+// path prefix, that names no setting, so a misspelt key is reported with its
+// full path and the valid keys beside it. Anything that is not a mapping is
+// left to the decoder, which also rejects unknown keys (KnownFields).
+func unknownKeys(n *yaml.Node, prefix string) []error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	valid := keysUnder(prefix)
+	var errs []error
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		if key.Value == "<<" { // merge key; the decoder checks what it merges
+			continue
+		}
+		path := prefix + key.Value
+		switch {
+		case isLeaf(path):
+		case slices.Contains(valid, key.Value):
+			errs = append(errs, unknownKeys(n.Content[i+1], path+".")...)
+		default:
+			errs = append(errs, fmt.Errorf("line %d: unknown key %q (valid keys here: %s)",
+				key.Line, path, strings.Join(valid, ", ")))
+		}
+	}
+	return errs
+}
+
+// isLeaf reports whether path is the YAML path of a setting.
+func isLeaf(path string) bool {
+	return slices.ContainsFunc(settings, func(s setting) bool { return s.yaml == path && path != "" })
+}
+
+// keysUnder returns the keys valid directly under prefix ("" or "a.b."), in
+// table order.
+func keysUnder(prefix string) []string {
+	var keys []string
+	for _, s := range settings {
+		rest, ok := strings.CutPrefix(s.yaml, prefix)
+		if s.yaml == "" || !ok {
+			continue
+		}
+		key, _, _ := strings.Cut(rest, ".")
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// applyEnv overrides cfg with every set environment variable, and reports
+// every one that does not parse.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	var errs []error
+	for _, s := range settings {
+		if s.env == "" || s.field == nil {
+			continue
+		}
+		v := getenv(s.env)
+		if v == "" {
+			continue
+		}
+		if err := parseValue(s.field(cfg), v); err != nil {
+			shown := fmt.Sprintf("%q", v)
+			if s.secret {
+				shown = redacted
+			}
+			errs = append(errs, fmt.Errorf("environment %s=%s: %w", s.env, shown, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,64 @@
+package config
+
+// setting is one row of the table that drives flags, environment variables,
+// the YAML key check, Usage and Reference.
+type setting struct {
+	flag   string            // without dashes; "" when there is no flag
+	env    string            // "" when there is no environment variable
+	yaml   string            // dotted YAML path; "" for --config itself
+	help   string            // one line
+	secret bool              // never shown: no flag, no default, no value in errors
+	field  func(*Config) any // pointer to the field; nil for --config itself
+}
+
+// configFlag and configEnv name the file to read: the one setting that is
+// not a field of Config.
+const configFlag, configEnv = "config", "CONSUMER_CONFIG"
+
+// settings lists every setting in the order Usage, Reference and log records
+// show them. TestSettingsCoverConfig checks that it names every field once.
+var settings = []setting{
+	{flag: configFlag, env: configEnv, help: "YAML file to read settings from"},
+
+	{flag: "nats-url", env: "NATS_URL", yaml: "nats.url", help: `NATS server URLs, comma-separated (nats://, tls://, ws://, wss://); "" starts an embedded server`, field: func(c *Config) any { return &c.NATS.URL }},
+	{flag: "nats-creds", env: "NATS_CREDS", yaml: "nats.creds", help: "path to a NATS .creds file", field: func(c *Config) any { return &c.NATS.Creds }},
+	{flag: "nats-user", env: "NATS_USER", yaml: "nats.user", help: "NATS user; needs nats.password", field: func(c *Config) any { return &c.NATS.User }},
+	{env: "NATS_PASSWORD", yaml: "nats.password", help: "NATS password; a secret, so there is no flag", secret: true, field: func(c *Config) any { return &c.NATS.Password }},
+	{env: "NATS_TOKEN", yaml: "nats.token", help: "NATS token, instead of a user; a secret, so there is no flag", secret: true, field: func(c *Config) any { return &c.NATS.Token }},
+	{flag: "nats-nkey", env: "NATS_NKEY", yaml: "nats.nkey_seed", help: "path to an nkey seed file", field: func(c *Config) any { return &c.NATS.NKeySeed }},
+	{flag: "nats-ca", env: "NATS_CA", yaml: "nats.tls.ca", help: "path to the CA certificate(s) that sign the NATS server's certificate", field: func(c *Config) any { return &c.NATS.TLS.CA }},
+	{flag: "nats-cert", env: "NATS_CERT", yaml: "nats.tls.cert", help: "path to the client certificate; needs nats.tls.key", field: func(c *Config) any { return &c.NATS.TLS.Cert }},
+	{flag: "nats-key", env: "NATS_KEY", yaml: "nats.tls.key", help: "path to the client certificate's private key", field: func(c *Config) any { return &c.NATS.TLS.Key }},
+	{flag: "nats-name", env: "CONSUMER_NATS_NAME", yaml: "nats.name", help: "connection name shown by the NATS server", field: func(c *Config) any { return &c.NATS.Name }},
+
+	{flag: "stream", env: "CONSUMER_STREAM", yaml: "stream.name", help: "JetStream stream holding the meter reads", field: func(c *Config) any { return &c.Stream.Name }},
+	{flag: "subjects", env: "CONSUMER_SUBJECTS", yaml: "stream.subjects", help: "subjects to consume, comma-separated", field: func(c *Config) any { return &c.Stream.Subjects }},
+	{flag: "create-streams", env: "CONSUMER_CREATE_STREAMS", yaml: "stream.create", help: "create the stream and the dead-letter stream if they are missing", field: func(c *Config) any { return &c.Stream.Create }},
+	{flag: "replicas", env: "CONSUMER_REPLICAS", yaml: "stream.replicas", help: "replicas of a created stream, 1 to 5", field: func(c *Config) any { return &c.Stream.Replicas }},
+
+	{flag: "durable", env: "CONSUMER_DURABLE", yaml: "consumer.durable", help: "durable consumer name", field: func(c *Config) any { return &c.Consumer.Durable }},
+	{flag: "concurrency", env: "CONSUMER_CONCURRENCY", yaml: "consumer.concurrency", help: "reads handled at once, 1 to 4096", field: func(c *Config) any { return &c.Consumer.Concurrency }},
+	{flag: "ack-wait", env: "CONSUMER_ACK_WAIT", yaml: "consumer.ack_wait", help: "how long the server waits for an ack before redelivering; >= 1s", field: func(c *Config) any { return &c.Consumer.AckWait }},
+	{flag: "max-ack-pending", env: "CONSUMER_MAX_ACK_PENDING", yaml: "consumer.max_ack_pending", help: "reads delivered but not yet acked, those waiting out a retry included; >= concurrency", field: func(c *Config) any { return &c.Consumer.MaxAckPending }},
+	{flag: "handler-timeout", env: "CONSUMER_HANDLER_TIMEOUT", yaml: "consumer.handler_timeout", help: "time allowed to handle one delivery; < ack wait", field: func(c *Config) any { return &c.Consumer.HandlerTimeout }},
+
+	{flag: "retry-base", env: "CONSUMER_RETRY_BASE", yaml: "retry.base", help: "ceiling of the first retry delay", field: func(c *Config) any { return &c.Retry.Base }},
+	{flag: "retry-cap", env: "CONSUMER_RETRY_CAP", yaml: "retry.cap", help: "largest ceiling of any retry delay; >= retry base", field: func(c *Config) any { return &c.Retry.Cap }},
+	{flag: "max-attempts", env: "CONSUMER_MAX_ATTEMPTS", yaml: "retry.max_attempts", help: "deliveries in all, the first included, before a read is dead-lettered", field: func(c *Config) any { return &c.Retry.MaxAttempts }},
+	{flag: "max-server-wait", env: "CONSUMER_MAX_SERVER_WAIT", yaml: "retry.max_server_wait", help: "longest Retry-After honoured; 0 ignores Retry-After", field: func(c *Config) any { return &c.Retry.MaxServerWait }},
+
+	{flag: "dlq-stream", env: "CONSUMER_DLQ_STREAM", yaml: "dlq.stream", help: "JetStream stream holding dead-letter copies", field: func(c *Config) any { return &c.DLQ.Stream }},
+	{flag: "dlq-prefix", env: "CONSUMER_DLQ_PREFIX", yaml: "dlq.prefix", help: "dead-letter copies go to <prefix>.<original subject>; must not overlap the consumed subjects", field: func(c *Config) any { return &c.DLQ.Prefix }},
+	{flag: "dlq-duplicates", env: "CONSUMER_DLQ_DUPLICATES", yaml: "dlq.duplicates", help: "duplicate window of a created dead-letter stream; >= 10m", field: func(c *Config) any { return &c.DLQ.Duplicates }},
+
+	{flag: "downstream-url", env: "CONSUMER_DOWNSTREAM_URL", yaml: "downstream.url", help: "http(s) URL the reads are posted to; required unless demo", field: func(c *Config) any { return &c.Downstream.URL }},
+	{flag: "downstream-timeout", env: "CONSUMER_DOWNSTREAM_TIMEOUT", yaml: "downstream.timeout", help: "timeout of one downstream request; < handler timeout", field: func(c *Config) any { return &c.Downstream.Timeout }},
+	{flag: "permanent-statuses", env: "CONSUMER_PERMANENT_STATUSES", yaml: "downstream.permanent_statuses", help: "downstream HTTP statuses that are never retried, comma-separated, 400 to 599", field: func(c *Config) any { return &c.Downstream.PermanentStatuses }},
+
+	{flag: "http-addr", env: "CONSUMER_HTTP_ADDR", yaml: "http.addr", help: `host:port of the health and metrics server; "" disables it`, field: func(c *Config) any { return &c.HTTP.Addr }},
+	{flag: "log-format", env: "CONSUMER_LOG_FORMAT", yaml: "log.format", help: "log format: auto, text or json", field: func(c *Config) any { return &c.Log.Format }},
+	{flag: "log-level", env: "CONSUMER_LOG_LEVEL", yaml: "log.level", help: "debug, info, warn or error", field: func(c *Config) any { return &c.Log.Level }},
+	{flag: "shutdown-timeout", env: "CONSUMER_SHUTDOWN_TIMEOUT", yaml: "shutdown.timeout", help: "time allowed for in-flight reads to finish on stop", field: func(c *Config) any { return &c.Shutdown.Timeout }},
+	{flag: "data-dir", env: "CONSUMER_DATA_DIR", yaml: "data_dir", help: "directory of the embedded server's store; used when nats.url is empty", field: func(c *Config) any { return &c.DataDir }},
+	{flag: "demo", env: "CONSUMER_DEMO", yaml: "demo", help: "demo mode; downstream.url is not required", field: func(c *Config) any { return &c.Demo }},
+}

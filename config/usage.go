@@ -1,0 +1,97 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Usage writes the command-line help: every flag with its environment
+// variable and default, then the settings that have no flag.
+func Usage(w io.Writer) {
+	def := Default()
+	fmt.Fprint(w, `Usage: consumer [flags]
+
+Consumes meter reads from a NATS JetStream stream and posts them downstream.
+Each setting comes from its default, then the --config YAML file, then its
+environment variable, then its flag; each overrides the one before.
+Durations look like 500ms, 30s or 5m; lists are comma-separated.
+
+Flags:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range settings {
+		if s.flag == "" {
+			continue
+		}
+		arg := "path"
+		if s.field != nil {
+			arg = typeName(s.field(&def))
+		}
+		fmt.Fprintf(tw, "  --%s %s\t%s (%s)\n", s.flag, arg, s.help, usageNote(s, def))
+	}
+	_ = tw.Flush()
+	fmt.Fprint(w, "\nEnvironment and file only:\n")
+	for _, s := range settings {
+		if s.flag == "" {
+			fmt.Fprintf(tw, "  %s\t%s (%s)\n", s.env, s.help, usageNote(s, def))
+		}
+	}
+	_ = tw.Flush()
+}
+
+// usageNote returns "env X, yaml y, default z", leaving out what is absent.
+func usageNote(s setting, def Config) string {
+	var parts []string
+	if s.env != "" {
+		parts = append(parts, "env "+s.env)
+	}
+	if s.yaml != "" {
+		parts = append(parts, "yaml "+s.yaml)
+	}
+	if d := defaultText(s, def); d != "" {
+		parts = append(parts, "default "+d)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// defaultText returns a setting's default as text; "" for none or a secret.
+func defaultText(s setting, def Config) string {
+	if s.field == nil || s.secret {
+		return ""
+	}
+	return formatValue(s.field(&def))
+}
+
+// Reference returns a Markdown table of every setting, with its flag,
+// environment variable, YAML path, default and description, for the README.
+func Reference() string {
+	def := Default()
+	var b strings.Builder
+	b.WriteString("| Flag | Environment | YAML | Default | Description |\n")
+	b.WriteString("|------|-------------|------|---------|-------------|\n")
+	for _, s := range settings {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n",
+			code(flagText(s.flag)), code(s.env), code(s.yaml), code(defaultText(s, def)), cell(s.help))
+	}
+	return b.String()
+}
+
+func flagText(name string) string {
+	if name == "" {
+		return ""
+	}
+	return "--" + name
+}
+
+// code returns s as inline code in a table cell, or "" for "".
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + cell(s) + "`"
+}
+
+// cell escapes the one character that would break a table row.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,0 +1,236 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalid is matched by every problem [Config.Validate] reports.
+var ErrInvalid = errors.New("invalid configuration")
+
+// fieldError is one problem found by Validate. Its text starts with the
+// field's YAML path.
+type fieldError struct{ msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+func (e *fieldError) Is(target error) bool { return target == ErrInvalid }
+
+// problems collects what Validate finds.
+type problems []error
+
+// addf adds a problem; a duration argument prints as formatDuration does.
+func (p *problems) addf(format string, args ...any) {
+	for i, a := range args {
+		if d, ok := a.(time.Duration); ok {
+			args[i] = formatDuration(d)
+		}
+	}
+	*p = append(*p, &fieldError{msg: fmt.Sprintf(format, args...)})
+}
+
+const (
+	nameRule    = `a valid JetStream name: non-empty, without spaces, '.', '*', '>', '/' or '\'`
+	subjectRule = `a valid NATS subject: dot-separated non-empty tokens without spaces, '>' only as the last token`
+)
+
+var (
+	logFormats  = []string{"auto", "text", "json"}
+	logLevels   = []string{"debug", "info", "warn", "error"}
+	natsSchemes = []string{"nats", "tls", "ws", "wss"}
+)
+
+// Validate returns nil if c is usable, or every problem joined with
+// errors.Join. Each names the field's YAML path, its value (never a secret)
+// and what would be valid, and matches [ErrInvalid]. It connects to nothing.
+func (c Config) Validate() error {
+	var p problems
+	c.validateNATS(&p)
+	c.validateStream(&p)
+	c.validateConsumer(&p)
+	c.validateRetry(&p)
+	c.validateDLQ(&p)
+	c.validateDownstream(&p)
+	c.validateService(&p)
+	return errors.Join(p...)
+}
+
+func (c Config) validateNATS(p *problems) {
+	n := c.NATS
+	if n.URL != "" {
+		for u := range strings.SplitSeq(n.URL, ",") {
+			if !validNATSURL(strings.TrimSpace(u)) {
+				p.addf("nats.url (%q) must be a comma-separated list of nats://, tls://, ws:// or wss:// URLs with a host, or empty to start an embedded server",
+					redactURLs(n.URL))
+				break
+			}
+		}
+	}
+	if n.User != "" && n.Password == "" {
+		p.addf("nats.user (%q) is set but nats.password is empty: set both or neither", n.User)
+	}
+	if n.Password != "" && n.User == "" {
+		p.addf("nats.password is set but nats.user is empty: set both or neither")
+	}
+	if n.Token != "" && n.User != "" {
+		p.addf("nats.token and nats.user (%q) are both set: authenticate with one of them", n.User)
+	}
+	if n.TLS.Cert != "" && n.TLS.Key == "" {
+		p.addf("nats.tls.cert (%q) is set but nats.tls.key is empty: a client certificate needs its key", n.TLS.Cert)
+	}
+	if n.TLS.Key != "" && n.TLS.Cert == "" {
+		p.addf("nats.tls.key (%q) is set but nats.tls.cert is empty: a client key needs its certificate", n.TLS.Key)
+	}
+	if n.URL == "" && c.DataDir == "" {
+		p.addf(`data_dir ("") must be set when nats.url is empty: the embedded server stores its data there`)
+	}
+}
+
+func validNATSURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && slices.Contains(natsSchemes, u.Scheme) && u.Host != ""
+}
+
+func (c Config) validateStream(p *problems) {
+	s := c.Stream
+	if !validName(s.Name) {
+		p.addf("stream.name (%q) must be %s", s.Name, nameRule)
+	}
+	if len(s.Subjects) == 0 {
+		p.addf("stream.subjects ([]) must list at least one subject")
+	}
+	for i, subj := range s.Subjects {
+		if !validSubject(subj) {
+			p.addf("stream.subjects[%d] (%q) must be %s", i, subj, subjectRule)
+		}
+	}
+	switch {
+	case s.Replicas < 1 || s.Replicas > 5:
+		p.addf("stream.replicas (%d) must be between 1 and 5", s.Replicas)
+	case s.Replicas > 1 && c.NATS.URL == "":
+		p.addf("stream.replicas (%d) must be 1 when nats.url is empty: the embedded server is a single node", s.Replicas)
+	}
+}
+
+func (c Config) validateConsumer(p *problems) {
+	k := c.Consumer
+	if !validName(k.Durable) {
+		p.addf("consumer.durable (%q) must be %s", k.Durable, nameRule)
+	}
+	switch {
+	case k.Concurrency < 1:
+		p.addf("consumer.concurrency (%d) must be >= 1", k.Concurrency)
+	case k.Concurrency > 4096:
+		p.addf("consumer.concurrency (%d) must be <= 4096", k.Concurrency)
+	}
+	if k.AckWait < time.Second {
+		p.addf("consumer.ack_wait (%s) must be >= 1s", k.AckWait)
+	}
+	if k.MaxAckPending < k.Concurrency {
+		p.addf("consumer.max_ack_pending (%d) must be >= consumer.concurrency (%d): every read in flight, one waiting out a retry delay included, holds an ack-pending slot, so fewer slots than workers leaves workers idle",
+			k.MaxAckPending, k.Concurrency)
+	}
+	switch {
+	case k.HandlerTimeout <= 0:
+		p.addf("consumer.handler_timeout (%s) must be > 0", k.HandlerTimeout)
+	case k.HandlerTimeout >= k.AckWait:
+		p.addf("consumer.handler_timeout (%s) must be < consumer.ack_wait (%s), so a handler gives up before the server redelivers",
+			k.HandlerTimeout, k.AckWait)
+	}
+}
+
+func (c Config) validateRetry(p *problems) {
+	r := c.Retry
+	if r.Base <= 0 {
+		p.addf("retry.base (%s) must be > 0", r.Base)
+	}
+	if r.Cap < r.Base {
+		p.addf("retry.cap (%s) must be >= retry.base (%s)", r.Cap, r.Base)
+	}
+	if r.MaxAttempts < 1 {
+		p.addf("retry.max_attempts (%d) must be >= 1", r.MaxAttempts)
+	}
+	if r.MaxServerWait < 0 {
+		p.addf("retry.max_server_wait (%s) must be >= 0 (0 ignores Retry-After)", r.MaxServerWait)
+	}
+}
+
+func (c Config) validateDLQ(p *problems) {
+	d := c.DLQ
+	switch {
+	case !validName(d.Stream):
+		p.addf("dlq.stream (%q) must be %s", d.Stream, nameRule)
+	case d.Stream == c.Stream.Name:
+		p.addf("dlq.stream (%q) must differ from stream.name", d.Stream)
+	}
+	if !validPrefix(d.Prefix) {
+		p.addf("dlq.prefix (%q) must be a subject prefix without wildcards: dot-separated non-empty tokens without spaces, '*' or '>'", d.Prefix)
+	} else {
+		dead := d.Prefix + ".>"
+		for _, subj := range c.Stream.Subjects {
+			if validSubject(subj) && subjectsOverlap(dead, subj) {
+				p.addf("dlq.prefix (%q): dead-letter subjects %q overlap stream.subjects %q, so a dead-letter copy would be consumed again; choose a prefix outside the consumed subjects",
+					d.Prefix, dead, subj)
+			}
+		}
+	}
+	if d.Duplicates < 10*time.Minute {
+		p.addf("dlq.duplicates (%s) must be >= 10m", d.Duplicates)
+	}
+}
+
+func (c Config) validateDownstream(p *problems) {
+	d := c.Downstream
+	switch {
+	case d.URL == "" && !c.Demo:
+		p.addf(`downstream.url ("") is required unless demo is set`)
+	case d.URL != "" && !validHTTPURL(d.URL):
+		p.addf("downstream.url (%q) must be an absolute http:// or https:// URL with a host", redactURL(d.URL))
+	}
+	switch {
+	case d.Timeout <= 0:
+		p.addf("downstream.timeout (%s) must be > 0", d.Timeout)
+	case c.Consumer.HandlerTimeout > 0 && d.Timeout >= c.Consumer.HandlerTimeout:
+		p.addf("downstream.timeout (%s) must be < consumer.handler_timeout (%s)", d.Timeout, c.Consumer.HandlerTimeout)
+	}
+	for i, status := range d.PermanentStatuses {
+		if status < 400 || status > 599 {
+			p.addf("downstream.permanent_statuses[%d] (%d) must be between 400 and 599", i, status)
+		}
+	}
+}
+
+func validHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+func (c Config) validateService(p *problems) {
+	if c.HTTP.Addr != "" && !validAddr(c.HTTP.Addr) {
+		p.addf(`http.addr (%q) must be host:port with a port from 0 to 65535, such as ":8080" or "127.0.0.1:8080", or empty to disable`, c.HTTP.Addr)
+	}
+	if !slices.Contains(logFormats, c.Log.Format) {
+		p.addf("log.format (%q) must be one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+	}
+	if !slices.Contains(logLevels, c.Log.Level) {
+		p.addf("log.level (%q) must be one of %s", c.Log.Level, strings.Join(logLevels, ", "))
+	}
+	if c.Shutdown.Timeout <= 0 {
+		p.addf("shutdown.timeout (%s) must be > 0", c.Shutdown.Timeout)
+	}
+}
+
+func validAddr(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= 65535
+}

@@ -1,0 +1,172 @@
+package stream
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// delayer holds NAKed reads in the process until their retry delay is over,
+// then NAKs them without a delay, which the server redelivers at once. Held
+// reads are kept alive with InProgress so AckWait never expires under them.
+//
+// Why not NakWithDelay: every NAK that carries a delay resets the server's
+// redelivery timer to 10ms, so under a steady rate of failures (one NAK every
+// few milliseconds, or a fleet of replicas NAKing) the timer never fires and
+// every expired delay is redelivered in one burst when the NAKs pause: the
+// herd the jitter was meant to spread, put back together by the server. A
+// plain NAK goes straight onto the redelivery queue, so each read comes back
+// when its own delay says, whatever the rest of the fleet is doing. The
+// delay is only handed to the server (NakWithDelay) when the process stops.
+type delayer struct {
+	keepEvery time.Duration
+	now       func() time.Time
+	onErr     func(op string, err error)
+	onSize    func(n int) // called with the number held after each change
+
+	mu    sync.Mutex
+	items heldHeap
+	wake  chan struct{}
+}
+
+type held struct {
+	msg       jetstream.Msg
+	due       time.Time
+	keepalive time.Time
+	index     int
+}
+
+func (h *held) next() time.Time {
+	if h.keepalive.Before(h.due) {
+		return h.keepalive
+	}
+	return h.due
+}
+
+func newDelayer(keepEvery time.Duration, now func() time.Time, onErr func(string, error), onSize func(int)) *delayer {
+	return &delayer{keepEvery: keepEvery, now: now, onErr: onErr, onSize: onSize, wake: make(chan struct{}, 1)}
+}
+
+// hold keeps msg until delay has passed. A delay of zero NAKs at once.
+func (d *delayer) hold(msg jetstream.Msg, delay time.Duration) {
+	if delay <= 0 {
+		d.settle("nak", msg.Nak())
+		return
+	}
+	now := d.now()
+	it := &held{msg: msg, due: now.Add(delay), keepalive: now.Add(d.keepEvery)}
+	d.mu.Lock()
+	heap.Push(&d.items, it)
+	first := d.items[0] == it
+	n := len(d.items)
+	d.mu.Unlock()
+	d.onSize(n)
+	if first {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// size returns how many reads are held.
+func (d *delayer) size() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.items)
+}
+
+// run NAKs each held read when its delay is over until ctx ends.
+func (d *delayer) run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var due, alive []jetstream.Msg
+	for {
+		due, alive = due[:0], alive[:0]
+		now := d.now()
+		wait := time.Hour
+		d.mu.Lock()
+		for len(d.items) > 0 {
+			it := d.items[0]
+			if n := it.next(); n.After(now) {
+				wait = n.Sub(now)
+				break
+			}
+			if !it.due.After(now) {
+				heap.Pop(&d.items)
+				due = append(due, it.msg)
+				continue
+			}
+			it.keepalive = now.Add(d.keepEvery)
+			heap.Fix(&d.items, 0)
+			alive = append(alive, it.msg)
+		}
+		n := len(d.items)
+		d.mu.Unlock()
+		if len(due) > 0 {
+			d.onSize(n)
+		}
+		for _, m := range due {
+			d.settle("nak", m.Nak())
+		}
+		for _, m := range alive {
+			d.settle("in_progress", m.InProgress())
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// release hands every held read back to the server with the rest of its
+// delay (NakWithDelay), for a shutdown. Call it after run has returned.
+func (d *delayer) release() int {
+	d.mu.Lock()
+	items := d.items
+	d.items = nil
+	d.mu.Unlock()
+	d.onSize(0)
+	now := d.now()
+	for _, it := range items {
+		if rest := it.due.Sub(now); rest > 0 {
+			d.settle("nak", it.msg.NakWithDelay(rest))
+		} else {
+			d.settle("nak", it.msg.Nak())
+		}
+	}
+	return len(items)
+}
+
+func (d *delayer) settle(op string, err error) {
+	if err != nil && d.onErr != nil {
+		d.onErr(op, err)
+	}
+}
+
+type heldHeap []*held
+
+func (h heldHeap) Len() int           { return len(h) }
+func (h heldHeap) Less(i, j int) bool { return h[i].next().Before(h[j].next()) }
+func (h heldHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *heldHeap) Push(x any) {
+	it := x.(*held)
+	it.index = len(*h)
+	*h = append(*h, it)
+}
+func (h *heldHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return it
+}

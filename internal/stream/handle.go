@@ -1,0 +1,262 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// PanicError is a panic recovered while delivering a read.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// handle settles one message in exactly one way. ctx is cancelled only when
+// a graceful shutdown has run out of time.
+func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
+	start := time.Now()
+	c.m.inFlight.Inc()
+	defer c.m.inFlight.Dec()
+	ka := c.keepAlive(msg)
+	defer ka.stop()
+
+	md, err := msg.Metadata()
+	if err != nil {
+		// Not a JetStream delivery: nothing to count attempts by. Hand it back.
+		c.log.Error("message without JetStream metadata", slog.String("subject", msg.Subject()), slog.Any("error", err))
+		c.settleError("nak", msg.Nak())
+		c.m.settled(OutcomeNak, time.Since(start).Seconds())
+		return
+	}
+	attempt := md.NumDelivered
+	budget := uint64(c.o.Policy.MaxAttempts)
+
+	if u, ok := c.unstored.take(md.Sequence.Stream); ok {
+		// This replica already decided this read's fate; only its dead-letter
+		// copy is missing. Do not ask the downstream again.
+		c.deadLetter(ctx, msg, md, u.reason, u.ce, start)
+		return
+	}
+	read, err := meter.Decode(msg.Data())
+	switch {
+	case err != nil:
+		ce := classify.Of(err)
+		c.m.failed(ce)
+		c.deadLetter(ctx, msg, md, dlq.ReasonPermanent, ce, start)
+		return
+	case attempt > budget:
+		ce := classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
+			"delivery %d is past the attempt budget of %d: an earlier delivery ended without settling", attempt, budget))
+		c.m.failed(ce)
+		c.deadLetter(ctx, msg, md, dlq.ReasonExhausted, ce, start)
+		return
+	}
+
+	err = c.deliver(ctx, read)
+	if err == nil {
+		c.settleError("ack", msg.Ack())
+		c.m.settled(OutcomeAck, time.Since(start).Seconds())
+		c.m.deliveryAttempt.Observe(float64(attempt))
+		if c.log.Enabled(ctx, slog.LevelDebug) {
+			c.log.LogAttrs(ctx, slog.LevelDebug, "ack", slog.String("subject", msg.Subject()),
+				slog.Uint64("stream_seq", md.Sequence.Stream), slog.Uint64("deliveries", attempt),
+				slog.String("meter_id", read.MeterID))
+		}
+		return
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", classify.ErrShutdown, err)
+	}
+	ce := classify.Of(err)
+	c.m.failed(ce)
+	switch {
+	case ce.Cause == classify.CauseShutdown:
+		// Not the read's fault: hand it straight back for another replica.
+		c.settleError("nak", msg.Nak())
+		c.m.settled(OutcomeNak, time.Since(start).Seconds())
+		c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(msg, md, ce, 0)...)
+	case ce.Class == classify.Permanent:
+		c.deadLetter(ctx, msg, md, dlq.ReasonPermanent, ce, start)
+	case c.o.Policy.Exhausted(attempt):
+		c.deadLetter(ctx, msg, md, dlq.ReasonExhausted, ce, start)
+	default:
+		c.retryLater(ctx, msg, md, ce, c.o.Policy.DelayWithFloor(attempt, c.o.Rand, ce.RetryAfter), start)
+	}
+}
+
+// unstoredCopy remembers the outcome of a read whose dead-letter copy was not
+// confirmed, so that its redelivery to this replica is dead-lettered with
+// the same reason and cause. A redelivery to another replica past the
+// attempt budget is dead-lettered as exhausted, cause unsettled.
+type unstoredCopy struct {
+	reason dlq.Reason
+	ce     *classify.Error
+}
+
+// maxUnstored bounds the memory of unstored copies: an entry is only taken
+// back when the redelivery lands on this replica.
+const maxUnstored = 10000
+
+type unstoredCopies struct {
+	n  atomic.Int64 // len(m), read without the lock on the hot path
+	mu sync.Mutex
+	m  map[uint64]unstoredCopy
+}
+
+func (u *unstoredCopies) put(seq uint64, c unstoredCopy) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = make(map[uint64]unstoredCopy)
+	}
+	if _, dup := u.m[seq]; !dup && len(u.m) < maxUnstored {
+		u.m[seq] = c
+		u.n.Add(1)
+	}
+}
+
+func (u *unstoredCopies) take(seq uint64) (unstoredCopy, bool) {
+	if u.n.Load() == 0 {
+		return unstoredCopy{}, false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c, ok := u.m[seq]
+	if ok {
+		delete(u.m, seq)
+		u.n.Add(-1)
+	}
+	return c, ok
+}
+
+// deliver calls the sink under the handler timeout; a panic becomes a
+// transient failure of this read.
+func (c *Consumer) deliver(ctx context.Context, read meter.Read) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.HandlerTimeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			pe := &PanicError{Value: v, Stack: debug.Stack()}
+			c.m.panics.Inc()
+			c.log.Error("panic while delivering a read", slog.Any("panic", v), slog.String("stack", string(pe.Stack)))
+			err = classify.NewTransient(classify.CausePanic, pe)
+		}
+	}()
+	return c.o.Sink.Deliver(ctx, read)
+}
+
+// retryLater holds the read for delay, then NAKs it for redelivery.
+func (c *Consumer) retryLater(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, ce *classify.Error, delay time.Duration, start time.Time) {
+	c.hold(msg, delay)
+	c.m.retryDelay.Observe(delay.Seconds())
+	c.m.settled(OutcomeNak, time.Since(start).Seconds())
+	c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(msg, md, ce, delay)...)
+}
+
+func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration) {
+	if c.o.ServerSideDelay {
+		c.settleError("nak", msg.NakWithDelay(delay))
+		return
+	}
+	c.delayer.hold(msg, delay)
+}
+
+// deadLetter stores the copy, then terminates the original. A copy that was
+// not confirmed leaves the original unsettled: it is NAKed with a delay so the
+// copy is tried again later.
+func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, reason dlq.Reason, ce *classify.Error, start time.Time) {
+	attempt := md.NumDelivered
+	entry := dlq.Entry{
+		Reason: reason, Cause: ce.Cause, Err: ce,
+		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
+		Sequence: md.Sequence.Stream, Deliveries: attempt, PublishedAt: md.Timestamp,
+		Header: msg.Headers(), Data: msg.Data(),
+	}
+	d := retry.Driver{Policy: c.o.DeadLetterRetry, Rand: c.o.Rand}
+	err := d.Do(ctx, func(ctx context.Context) error { return c.o.DeadLetter.Publish(ctx, entry) })
+	if err != nil {
+		c.m.dlqErrors.Inc()
+		c.unstored.put(md.Sequence.Stream, unstoredCopy{reason: reason, ce: ce})
+		delay := c.o.Policy.Delay(min(attempt, uint64(c.o.Policy.MaxAttempts)), c.o.Rand)
+		c.hold(msg, delay)
+		c.m.retryDelay.Observe(delay.Seconds())
+		c.m.settled(OutcomeNak, time.Since(start).Seconds())
+		attrs := append(c.attrs(msg, md, ce, delay), slog.String("reason", string(reason)), slog.Any("dlq_error", err))
+		c.log.LogAttrs(ctx, slog.LevelError, "dead-letter copy not confirmed; read NAKed, not terminated", attrs...)
+		return
+	}
+	termReason := string(ce.Cause)
+	if reason == dlq.ReasonExhausted {
+		termReason = string(dlq.ReasonExhausted)
+	}
+	c.settleError("term", msg.TermWithReason(termReason))
+	c.m.deadLettered(reason)
+	c.m.settled(OutcomeTerm, time.Since(start).Seconds())
+	c.m.deliveryAttempt.Observe(float64(attempt))
+	attrs := append(c.attrs(msg, md, ce, 0), slog.String("reason", string(reason)))
+	c.log.LogAttrs(ctx, slog.LevelError, "dead-lettered", attrs...)
+}
+
+func (c *Consumer) attrs(msg jetstream.Msg, md *jetstream.MsgMetadata, ce *classify.Error, delay time.Duration) []slog.Attr {
+	a := []slog.Attr{
+		slog.String("subject", msg.Subject()),
+		slog.Uint64("stream_seq", md.Sequence.Stream),
+		slog.Uint64("deliveries", md.NumDelivered),
+		slog.String("class", ce.Class.String()),
+		slog.String("cause", string(ce.Cause)),
+		slog.String("error", ce.Error()),
+	}
+	if delay > 0 {
+		a = append(a, slog.Duration("delay", delay))
+	}
+	return a
+}
+
+// keepAlive sends InProgress every AckWait/2 while a read is being handled,
+// so slow work is not redelivered under our feet.
+func (c *Consumer) keepAlive(msg jetstream.Msg) *keeper {
+	k := &keeper{msg: msg, every: c.o.AckWait / 2, onErr: c.settleError}
+	k.t = time.AfterFunc(k.every, k.tick)
+	return k
+}
+
+type keeper struct {
+	msg   jetstream.Msg
+	every time.Duration
+	onErr func(string, error)
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (k *keeper) tick() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	k.onErr("in_progress", k.msg.InProgress())
+	k.t.Reset(k.every)
+}
+
+func (k *keeper) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.mu.Unlock()
+	k.t.Stop()
+}

@@ -1,0 +1,260 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/natstest"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// call is one request the downstream saw.
+type call struct {
+	At     time.Time
+	Key    string
+	Body   map[string]any
+	Status int // 0 if the client gave up before the answer
+}
+
+// rateEngine is an httptest downstream whose answers a test scripts.
+type rateEngine struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	calls   []call
+	latency time.Duration
+	answer  func(n int, key string) (status int, header http.Header)
+}
+
+func (re *rateEngine) setLatency(d time.Duration) {
+	re.mu.Lock()
+	re.latency = d
+	re.mu.Unlock()
+}
+
+func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Header)) *rateEngine {
+	t.Helper()
+	re := &rateEngine{answer: answer}
+	re.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(b, &body)
+		key := r.Header.Get("Idempotency-Key")
+		re.mu.Lock()
+		re.calls = append(re.calls, call{At: time.Now(), Key: key, Body: body})
+		i := len(re.calls) - 1
+		n := 0
+		for _, c := range re.calls {
+			if c.Key == key {
+				n++
+			}
+		}
+		answer, latency := re.answer, re.latency
+		re.mu.Unlock()
+		if latency > 0 {
+			select {
+			case <-time.After(latency):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		status, h := http.StatusOK, http.Header(nil)
+		if answer != nil {
+			status, h = answer(n, key)
+		}
+		re.mu.Lock()
+		re.calls[i].Status = status
+		re.mu.Unlock()
+		for k, v := range h {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(re.srv.Close)
+	return re
+}
+
+func (re *rateEngine) callsFor(key string) []call {
+	re.mu.Lock()
+	defer re.mu.Unlock()
+	var out []call
+	for _, c := range re.calls {
+		if c.Key == key {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (re *rateEngine) total() int {
+	re.mu.Lock()
+	defer re.mu.Unlock()
+	return len(re.calls)
+}
+
+// env is one test's world: a server, the streams, a downstream.
+type env struct {
+	t    *testing.T
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	topo stream.Topology
+	cons jetstream.Consumer
+	re   *rateEngine
+	reg  *prometheus.Registry
+	m    *stream.Metrics
+	logs *logRecorder
+}
+
+func testTopology() stream.Topology {
+	return stream.Topology{
+		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer",
+		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq",
+		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000,
+	}
+}
+
+func newEnv(t *testing.T, answer func(n int, key string) (int, http.Header)) *env {
+	t.Helper()
+	s := natstest.Run(t)
+	nc, js := natstest.Connect(t, s)
+	topo := testTopology()
+	cons, err := stream.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	return &env{t: t, nc: nc, js: js, topo: topo, cons: cons, re: newRateEngine(t, answer),
+		reg: reg, m: stream.NewMetrics(reg), logs: &logRecorder{}}
+}
+
+func testPolicy() retry.Policy {
+	return retry.Policy{Base: 40 * time.Millisecond, Cap: 200 * time.Millisecond, MaxAttempts: 4, MaxServerWait: 5 * time.Second}
+}
+
+func (e *env) options(seed uint64) stream.Options {
+	e.t.Helper()
+	sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: e.re.srv.URL, Timeout: 2 * time.Second, Concurrency: 64})
+	require.NoError(e.t, err)
+	return stream.Options{
+		Policy:          testPolicy(),
+		Concurrency:     8,
+		HandlerTimeout:  2 * time.Second,
+		AckWait:         e.topo.AckWait,
+		ShutdownTimeout: 5 * time.Second,
+		Sink:            sink,
+		DeadLetter:      dlq.NewPublisher(e.js, dlq.PublisherOptions{Prefix: e.topo.DLQPrefix, Stream: e.topo.DLQStream, Timeout: time.Second}),
+		Metrics:         e.m,
+		Logger:          slog.New(e.logs),
+		Rand:            retry.NewRand(seed),
+	}
+}
+
+// start runs a consumer until the test ends (or stop is called).
+func (e *env) start(o stream.Options) (stop func()) {
+	e.t.Helper()
+	c, err := stream.New(o)
+	require.NoError(e.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, e.cons) }()
+	require.Eventually(e.t, c.Consuming, 5*time.Second, 5*time.Millisecond)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(e.t, <-done)
+			require.NoError(e.t, e.nc.Flush())
+		})
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+func (e *env) publish(subject string, body string, hdr nats.Header) uint64 {
+	e.t.Helper()
+	ack, err := e.js.PublishMsg(e.t.Context(), &nats.Msg{Subject: subject, Data: []byte(body), Header: hdr})
+	require.NoError(e.t, err)
+	return ack.Sequence
+}
+
+func read(meterID string, i int) string {
+	return fmt.Sprintf(`{"meter_id":%q,"read_at":"2026-11-30T07:%02d:00+01:00","quantity":"12.500","unit":"kWh"}`, meterID, i%60)
+}
+
+// settled waits until the durable has nothing pending or ack-pending.
+func (e *env) settled(timeout time.Duration) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool {
+		info, err := e.cons.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	}, timeout, 10*time.Millisecond, "consumer never settled")
+}
+
+// deadLetters returns every message in the dead-letter stream.
+func (e *env) deadLetters() []*jetstream.RawStreamMsg {
+	e.t.Helper()
+	st, err := e.js.Stream(e.t.Context(), e.topo.DLQStream)
+	require.NoError(e.t, err)
+	info, err := st.Info(e.t.Context())
+	require.NoError(e.t, err)
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := st.GetMsg(e.t.Context(), seq)
+		if err != nil {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// logRecorder is a slog.Handler that keeps every record.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.records = append(l.records, r.Clone())
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// delays returns the "delay" attribute of every "nak" record, in order.
+func (l *logRecorder) delays() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []time.Duration
+	for _, r := range l.records {
+		if r.Message != "nak" {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "delay" {
+				out = append(out, a.Value.Duration())
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func jetstreamFetchWait() jetstream.FetchOpt { return jetstream.FetchMaxWait(5 * time.Second) }

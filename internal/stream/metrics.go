@@ -1,0 +1,149 @@
+package stream
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+)
+
+// Outcome is how a message was settled: the metric label of
+// meter_consumer_messages_total and meter_consumer_handle_duration_seconds.
+type Outcome string
+
+// The closed set of outcomes.
+const (
+	OutcomeAck  Outcome = "ack"
+	OutcomeNak  Outcome = "nak"
+	OutcomeTerm Outcome = "term"
+)
+
+// Metrics are the consumer's Prometheus metrics, namespace meter_consumer.
+type Metrics struct {
+	messages        *prometheus.CounterVec
+	failures        *prometheus.CounterVec
+	deadLetters     *prometheus.CounterVec
+	dlqErrors       prometheus.Counter
+	settleErrors    *prometheus.CounterVec
+	panics          prometheus.Counter
+	retryDelay      prometheus.Histogram
+	handleDuration  *prometheus.HistogramVec
+	deliveryAttempt prometheus.Histogram
+	inFlight        prometheus.Gauge
+	held            prometheus.Gauge
+
+	// cached children for the hot path
+	ack, nak, term               prometheus.Counter
+	durAck, durNak, durTerm      prometheus.Observer
+	failTransient, failPermanent map[classify.Cause]prometheus.Counter
+	dlPermanent, dlExhausted     prometheus.Counter
+}
+
+// NewMetrics registers the metrics on reg and initialises every label value,
+// so dashboards see zeros instead of gaps.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	const ns = "meter_consumer"
+	m := &Metrics{
+		messages: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "messages_total",
+			Help: "Messages settled, by outcome (ack, nak, term).",
+		}, []string{"outcome"}),
+		failures: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "failures_total",
+			Help: "Failed attempts to handle a read, by class (transient, permanent) and cause.",
+		}, []string{"class", "cause"}),
+		deadLetters: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "dead_letters_total",
+			Help: "Reads copied to the dead-letter stream (confirmed), by reason.",
+		}, []string{"reason"}),
+		dlqErrors: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "dead_letter_publish_errors_total",
+			Help: "Dead-letter copies JetStream did not confirm; the original was NAKed instead of terminated.",
+		}),
+		settleErrors: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "settle_errors_total",
+			Help: "Ack, NAK, TERM or in-progress signals that could not be sent, by operation.",
+		}, []string{"op"}),
+		panics: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "panics_total",
+			Help: "Panics recovered while handling a read (each treated as a transient failure).",
+		}),
+		retryDelay: f.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Name: "retry_delay_seconds",
+			Help:    "Retry delays asked for when NAKing a read.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 4, 8, 16, 30, 60, 120, 300},
+		}),
+		handleDuration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Name: "handle_duration_seconds",
+			Help:    "Time from taking a message to settling it, by outcome.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"outcome"}),
+		deliveryAttempt: f.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Name: "delivery_attempt",
+			Help:    "Delivery count at which a read was settled for good (acked or terminated).",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20},
+		}),
+		inFlight: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "in_flight",
+			Help: "Reads being handled right now.",
+		}),
+		held: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "retry_held",
+			Help: "NAKed reads held in this process until their retry delay is over.",
+		}),
+	}
+	m.ack = m.messages.WithLabelValues(string(OutcomeAck))
+	m.nak = m.messages.WithLabelValues(string(OutcomeNak))
+	m.term = m.messages.WithLabelValues(string(OutcomeTerm))
+	m.durAck = m.handleDuration.WithLabelValues(string(OutcomeAck))
+	m.durNak = m.handleDuration.WithLabelValues(string(OutcomeNak))
+	m.durTerm = m.handleDuration.WithLabelValues(string(OutcomeTerm))
+	m.failTransient = map[classify.Cause]prometheus.Counter{}
+	m.failPermanent = map[classify.Cause]prometheus.Counter{}
+	for _, c := range classify.Causes() {
+		m.failTransient[c] = m.failures.WithLabelValues(classify.Transient.String(), string(c))
+		m.failPermanent[c] = m.failures.WithLabelValues(classify.Permanent.String(), string(c))
+	}
+	m.dlPermanent = m.deadLetters.WithLabelValues(string(dlq.ReasonPermanent))
+	m.dlExhausted = m.deadLetters.WithLabelValues(string(dlq.ReasonExhausted))
+	for _, op := range []string{"ack", "nak", "term", "in_progress"} {
+		m.settleErrors.WithLabelValues(op)
+	}
+	return m
+}
+
+func (m *Metrics) settled(o Outcome, seconds float64) {
+	switch o {
+	case OutcomeAck:
+		m.ack.Inc()
+		m.durAck.Observe(seconds)
+	case OutcomeNak:
+		m.nak.Inc()
+		m.durNak.Observe(seconds)
+	case OutcomeTerm:
+		m.term.Inc()
+		m.durTerm.Observe(seconds)
+	}
+}
+
+func (m *Metrics) failed(e *classify.Error) {
+	set := m.failTransient
+	if e.Class == classify.Permanent {
+		set = m.failPermanent
+	}
+	if c, ok := set[e.Cause]; ok {
+		c.Inc()
+		return
+	}
+	set[classify.CauseUnknown].Inc()
+}
+
+func (m *Metrics) deadLettered(r dlq.Reason) {
+	if r == dlq.ReasonPermanent {
+		m.dlPermanent.Inc()
+		return
+	}
+	m.dlExhausted.Inc()
+}

@@ -1,0 +1,58 @@
+package stream_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// counter finds one child of a metric vector by its label pairs.
+func counter(t *testing.T, e *env, name string, labels ...string) prometheus.Collector {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			v := m.GetCounter().GetValue()
+			c := prometheus.NewCounter(prometheus.CounterOpts{Name: "probe"})
+			c.Add(v)
+			return c
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, labels)
+	return nil
+}
+
+func TestMetricsLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	stream.NewMetrics(reg)
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+
+	n, err := testutil.GatherAndCount(reg,
+		"meter_consumer_messages_total", "meter_consumer_failures_total",
+		"meter_consumer_dead_letters_total", "meter_consumer_dead_letter_publish_errors_total",
+		"meter_consumer_retry_delay_seconds", "meter_consumer_handle_duration_seconds",
+		"meter_consumer_delivery_attempt", "meter_consumer_in_flight")
+	require.NoError(t, err)
+	assert.Greater(t, n, 8, "every label value is initialised")
+}
