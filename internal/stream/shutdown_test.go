@@ -60,4 +60,3 @@ func TestShutdownWithReadsInFlightLosesNone(t *testing.T) {
 		})
 	}
 }
-
