@@ -32,6 +32,8 @@ type NATS struct {
 	NKeySeed string `yaml:"nkey_seed"` // path to an nkey seed file
 	TLS      TLS    `yaml:"tls"`
 	Name     string `yaml:"name"` // connection name shown by the server
+	// Listen is where the embedded server listens when URL is empty.
+	Listen string `yaml:"listen"`
 }
 
 // TLS is the client side of a TLS connection to NATS; every field is a path
@@ -111,7 +113,7 @@ type Shutdown struct {
 // validates only once one is set or Demo is true.
 func Default() Config {
 	return Config{
-		NATS: NATS{Name: "meter-consumer"},
+		NATS: NATS{Name: "meter-consumer", Listen: "127.0.0.1:4222"},
 		Stream: Stream{
 			Name:     "METER_READS",
 			Subjects: []string{"meter.reads.>"},

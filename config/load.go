@@ -17,7 +17,9 @@ import (
 // Load builds the configuration from Default, then the YAML file named by
 // --config (or CONSUMER_CONFIG), then the environment as seen through getenv,
 // then the flags in args (without the program name), and validates it.
-// A nil getenv means an empty environment.
+// A nil getenv means an empty environment; an empty variable counts as
+// unset. An explicit --config= reads no file, whatever CONSUMER_CONFIG says.
+// A flag overrides only when it is given in args.
 //
 // For -h or --help it returns an error matching [flag.ErrHelp]; print
 // [Usage] and exit 0. On any error the returned Config is the zero value.

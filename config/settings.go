@@ -29,6 +29,7 @@ var settings = []setting{
 	{flag: "nats-ca", env: "NATS_CA", yaml: "nats.tls.ca", help: "path to the CA certificate(s) that sign the NATS server's certificate", field: func(c *Config) any { return &c.NATS.TLS.CA }},
 	{flag: "nats-cert", env: "NATS_CERT", yaml: "nats.tls.cert", help: "path to the client certificate; needs nats.tls.key", field: func(c *Config) any { return &c.NATS.TLS.Cert }},
 	{flag: "nats-key", env: "NATS_KEY", yaml: "nats.tls.key", help: "path to the client certificate's private key", field: func(c *Config) any { return &c.NATS.TLS.Key }},
+	{flag: "nats-listen", env: "CONSUMER_NATS_LISTEN", yaml: "nats.listen", help: "host:port of the embedded server; used when nats.url is empty", field: func(c *Config) any { return &c.NATS.Listen }},
 	{flag: "nats-name", env: "CONSUMER_NATS_NAME", yaml: "nats.name", help: "connection name shown by the NATS server", field: func(c *Config) any { return &c.NATS.Name }},
 
 	{flag: "stream", env: "CONSUMER_STREAM", yaml: "stream.name", help: "JetStream stream holding the meter reads", field: func(c *Config) any { return &c.Stream.Name }},

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // yamlFields returns the address of every leaf field of v by its dotted
@@ -67,4 +69,36 @@ func TestSettingNames(t *testing.T) {
 			assert.Equal(t, want, s.env, "env of --%s", s.flag)
 		}
 	}
+}
+
+// leafPaths adds the dotted path of every leaf key under the mapping n to
+// out, and fails for a leaf without a line comment.
+func leafPaths(t *testing.T, n *yaml.Node, prefix string, out map[string]bool) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		path := prefix + key.Value
+		if val.Kind == yaml.MappingNode {
+			leafPaths(t, val, path+".", out)
+			continue
+		}
+		out[path] = true
+		assert.True(t, key.LineComment != "" || val.LineComment != "", "%s has no comment", path)
+	}
+}
+
+func TestExampleFileHasEveryKey(t *testing.T) {
+	data, err := os.ReadFile("consumer.example.yaml")
+	require.NoError(t, err)
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal(data, &doc))
+	got := map[string]bool{}
+	leafPaths(t, doc.Content[0], "", got)
+
+	want := map[string]bool{}
+	for _, s := range settings {
+		if s.yaml != "" {
+			want[s.yaml] = true
+		}
+	}
+	assert.Equal(t, want, got)
 }

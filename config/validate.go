@@ -87,6 +87,11 @@ func (c Config) validateNATS(p *problems) {
 	if n.TLS.Key != "" && n.TLS.Cert == "" {
 		p.addf("nats.tls.key (%q) is set but nats.tls.cert is empty: a client key needs its certificate", n.TLS.Key)
 	}
+	if n.URL == "" {
+		if _, _, err := net.SplitHostPort(n.Listen); err != nil {
+			p.addf("nats.listen (%q) must be host:port, e.g. 127.0.0.1:4222, when nats.url is empty", n.Listen)
+		}
+	}
 	if n.URL == "" && c.DataDir == "" {
 		p.addf(`data_dir ("") must be set when nats.url is empty: the embedded server stores its data there`)
 	}

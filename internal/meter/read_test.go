@@ -30,7 +30,7 @@ func TestDecodeDerivedKeyIgnoresNotation(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "MTR-1@2026-11-30T07:00:00.5Z", r.IdempotencyKey)
 			assert.Equal(t, "MTR-1", r.MeterID)
-			assert.True(t, r.ReadAt.Equal(time.Date(2026, 11, 30, 7, 0, 0, 5e8, time.UTC)))
+			assert.True(t, r.ReadAt.Equal(time.Date(2026, 11, 30, 7, 0, 0, 500_000_000, time.UTC)))
 		})
 	}
 }
