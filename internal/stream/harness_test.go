@@ -195,12 +195,19 @@ func read(meterID string, i int) string {
 	return fmt.Sprintf(`{"meter_id":%q,"read_at":"2026-11-30T07:%02d:00+01:00","quantity":"12.500","unit":"kWh"}`, meterID, i%60)
 }
 
-// settled waits until the durable has nothing pending or ack-pending.
+// settled waits until the durable has settled every read published: its
+// ack floor reached the last one and nothing is pending or ack-pending.
 func (e *env) settled(timeout time.Duration) {
 	e.t.Helper()
+	last, err := e.js.Stream(context.Background(), e.topo.Stream)
+	require.NoError(e.t, err)
 	require.Eventually(e.t, func() bool {
 		info, err := e.cons.Info(context.Background())
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+		if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
+			return false
+		}
+		st, err := last.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= st.State.LastSeq
 	}, timeout, 10*time.Millisecond, "consumer never settled")
 }
 

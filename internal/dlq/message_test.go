@@ -1,0 +1,98 @@
+package dlq_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meterline/meter-consumer/internal/dlq"
+)
+
+func TestBuildKeepsPayloadAndHeaders(t *testing.T) {
+	orig := nats.Header{
+		"Nats-Msg-Id":                 {"he-1"},
+		"Nats-Expected-Stream":        {"X"},
+		"Nats-Expected-Last-Sequence": {"9"},
+		"Nats-TTL":                    {"1h"},
+		"Nats-Rollup":                 {"sub"},
+		"Nats-Schedule":               {"@at 2026-12-01T00:00:00Z"},
+		"Nats-Schedule-Target":        {"x"},
+		"X-Head-End":                  {"he-7", "he-8"},
+	}
+	data := []byte(`{"meter_id":"MTR-1"}`)
+	published := time.Date(2026, 11, 30, 7, 0, 0, 123, time.FixedZone("CET", 3600))
+	now := time.Date(2026, 11, 30, 7, 5, 0, 456, time.UTC)
+	m := dlq.Build("meter.dlq", dlq.Entry{
+		Reason: dlq.ReasonPermanent, Cause: "http_422", Err: errors.New("downstream answered 422"),
+		Stream: "METER_READS", Consumer: "meter-consumer", Subject: "meter.reads.north",
+		Sequence: 42, Deliveries: 3, PublishedAt: published, Header: orig, Data: data,
+	}, now)
+
+	assert.Equal(t, "meter.dlq.meter.reads.north", m.Subject)
+	assert.Equal(t, data, m.Data)
+	want := nats.Header{
+		"X-Head-End":           {"he-7", "he-8"},
+		"Dlq-Original-Msg-Id":  {"he-1"},
+		"Dlq-Reason":           {"permanent"},
+		"Dlq-Cause":            {"http_422"},
+		"Dlq-Error":            {"downstream answered 422"},
+		"Dlq-Stream":           {"METER_READS"},
+		"Dlq-Consumer":         {"meter-consumer"},
+		"Dlq-Subject":          {"meter.reads.north"},
+		"Dlq-Sequence":         {"42"},
+		"Dlq-Deliveries":       {"3"},
+		"Dlq-Published-At":     {"2026-11-30T06:00:00.000000123Z"},
+		"Dlq-Dead-Lettered-At": {"2026-11-30T07:05:00.000000456Z"},
+		"Nats-Msg-Id":          {"dlq:METER_READS:42"},
+	}
+	assert.Equal(t, want, m.Header)
+	assert.Equal(t, []string{"he-1"}, orig["Nats-Msg-Id"], "the original headers are not modified")
+}
+
+func TestOneLine(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		n    int
+		want string
+	}{
+		{"short", "boom", 10, "boom"},
+		{"newlines folded", "a\nb\r\nc\td", 20, "a b  c d"},
+		{"exact fit", "abcde", 5, "abcde"},
+		{"cut marked", "abcdefgh", 6, "abc..."},
+		{"cut on a rune boundary", "ééééé", 8, "éé..."},
+		{"invalid utf-8", "a\xffb", 10, "a b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := dlq.OneLine(tt.give, tt.n)
+			assert.Equal(t, tt.want, got)
+			assert.LessOrEqual(t, len(got), tt.n)
+		})
+	}
+	long := dlq.OneLine(strings.Repeat("x", 5000), dlq.MaxErrorLen)
+	assert.Len(t, long, dlq.MaxErrorLen)
+}
+
+func ExampleBuild() {
+	m := dlq.Build("meter.dlq", dlq.Entry{
+		Reason: dlq.ReasonExhausted, Cause: "http_503", Err: errors.New("downstream answered 503"),
+		Stream: "METER_READS", Consumer: "meter-consumer", Subject: "meter.reads.north",
+		Sequence: 7, Deliveries: 6, Data: []byte(`{}`),
+	}, time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC))
+	fmt.Println(m.Subject)
+	for _, h := range []string{"Dlq-Reason", "Dlq-Cause", "Dlq-Deliveries", "Nats-Msg-Id"} {
+		fmt.Printf("%s: %s\n", h, m.Header.Get(h))
+	}
+	// Output:
+	// meter.dlq.meter.reads.north
+	// Dlq-Reason: exhausted
+	// Dlq-Cause: http_503
+	// Dlq-Deliveries: 6
+	// Nats-Msg-Id: dlq:METER_READS:7
+}
