@@ -1,0 +1,263 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/natstest"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "consumer-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "consumer")
+	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build consumer: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is the consumer binary running as a subprocess with JSON logs.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	done chan error
+
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   strings.Builder
+}
+
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, done: make(chan error, 1)}
+	p.cmd = exec.Command(binary, append([]string{"--log-format", "json", "--log-level", "debug"}, args...)...)
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			p.mu.Lock()
+			p.lines = append(p.lines, m)
+			p.raw.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("consumer output:\n%s", p.output())
+		}
+	})
+	return p
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raw.String()
+}
+
+// line returns the first log record with msg, or nil.
+func (p *proc) line(msg string) map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lines {
+		if l != nil && l["msg"] == msg {
+			return l
+		}
+	}
+	return nil
+}
+
+// httpAddr waits for the "consuming" record and returns the HTTP address.
+func (p *proc) httpAddr() string {
+	p.t.Helper()
+	var addr string
+	require.Eventually(p.t, func() bool {
+		l := p.line("consuming")
+		if l == nil {
+			return false
+		}
+		addr, _ = l["http"].(string)
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "the consumer never started consuming")
+	return addr
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (p *proc) stop(within time.Duration) int {
+	p.t.Helper()
+	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		p.t.Fatalf("no exit within %s after SIGTERM", within)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestBinarySettlesEndToEnd(t *testing.T) {
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+
+	var mu sync.Mutex
+	keys := map[string]int{}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		keys[r.Header.Get("Idempotency-Key")]++
+		if strings.HasPrefix(r.Header.Get("Idempotency-Key"), "BAD") {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		}
+	}))
+	defer down.Close()
+
+	p := start(t, "--nats-url", s.ClientURL(), "--create-streams", "--downstream-url", down.URL,
+		"--http-addr", "127.0.0.1:0", "--retry-base", "50ms", "--retry-cap", "200ms")
+	addr := p.httpAddr()
+
+	for i := range 5 {
+		_, err := js.Publish(t.Context(), "meter.reads.north", fmt.Appendf(nil,
+			`{"meter_id":"MTR-%d","read_at":"2026-11-30T07:00:00Z","quantity":"1.5","unit":"kWh"}`, i))
+		require.NoError(t, err)
+	}
+	_, err := js.Publish(t.Context(), "meter.reads.north", []byte(`{"meter_id":"BAD","read_at":"2026-11-30T07:00:00Z","quantity":"1","unit":"kWh"}`))
+	require.NoError(t, err)
+	_, err = js.Publish(t.Context(), "meter.reads.north", []byte(`not json`))
+	require.NoError(t, err)
+
+	cons, err := js.Consumer(t.Context(), "METER_READS", "meter-consumer")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, err := cons.Info(t.Context())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == 7
+	}, 20*time.Second, 20*time.Millisecond)
+
+	code, body := get(t, "http://"+addr+"/metrics")
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, `meter_consumer_messages_total{outcome="ack"} 5`)
+	assert.Contains(t, body, `meter_consumer_dead_letters_total{reason="permanent"} 2`)
+	assert.Contains(t, body, "go_goroutines")
+	assert.Contains(t, body, "process_resident_memory_bytes")
+	code, _ = get(t, "http://"+addr+"/healthz")
+	assert.Equal(t, 200, code)
+	code, body = get(t, "http://"+addr+"/readyz")
+	assert.Equal(t, 200, code, body)
+
+	assert.Equal(t, 0, p.stop(15*time.Second), "exit 0 after a clean shutdown")
+	assert.NotNil(t, p.line("stopped cleanly"))
+
+	dl, err := js.Stream(t.Context(), "METER_READS_DLQ")
+	require.NoError(t, err)
+	info, err := dl.Info(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), info.State.Msgs)
+	mu.Lock()
+	assert.Len(t, keys, 6, "5 good reads and one 422; the invalid read never reached the downstream")
+	mu.Unlock()
+}
+
+func TestBinaryRejectsBadConfiguration(t *testing.T) {
+	cmd := exec.Command(binary, "--retry-base", "500ms", "--retry-cap", "100ms", "--concurrency", "0",
+		"--downstream-url", "http://127.0.0.1:1/reads")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NATS_PASSWORD=hunter2-secret", "NATS_USER=alice"}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.NotZero(t, ee.ExitCode())
+	assert.Contains(t, string(out), "retry.cap (100ms) must be >= retry.base (500ms)")
+	assert.Contains(t, string(out), "consumer.concurrency (0)")
+	assert.NotContains(t, string(out), "hunter2-secret")
+}
+
+func TestBinaryReadyzWithoutStreams(t *testing.T) {
+	s := natstest.Run(t)
+	cmd := exec.Command(binary, "--nats-url", s.ClientURL(), "--downstream-url", "http://127.0.0.1:1/reads", "--log-format", "json")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "without --create-streams a missing stream stops start-up")
+	assert.Contains(t, string(out), "stream METER_READS: missing")
+	assert.Contains(t, string(out), "--create-streams")
+}
+
+func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
+	natsAddr := freeAddr(t)
+	p := start(t, "--demo", "--data-dir", t.TempDir(), "--nats-listen", natsAddr, "--http-addr", "127.0.0.1:0",
+		"--log-level", "info")
+	addr := p.httpAddr()
+	require.NotNil(t, p.line("running an embedded NATS server with JetStream"))
+
+	// The embedded server listens where it said, for head-ends and the nats CLI.
+	nc, js := natsConnect(t, "nats://"+natsAddr)
+	defer nc()
+	require.Eventually(t, func() bool {
+		_, body := get(t, "http://"+addr+"/metrics")
+		return strings.Contains(body, `meter_consumer_messages_total{outcome="ack"}`) &&
+			!strings.Contains(body, `meter_consumer_messages_total{outcome="ack"} 0`)
+	}, 30*time.Second, 100*time.Millisecond, "the demo acks reads")
+	_, err := js.Stream(t.Context(), "METER_READS")
+	require.NoError(t, err)
+	code, _ := get(t, "http://"+addr+"/readyz")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, 0, p.stop(40*time.Second))
+}
+
+func natsConnect(t *testing.T, url string) (func(), jetstream.JetStream) {
+	t.Helper()
+	nc, err := natsDial(url)
+	require.NoError(t, err)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return nc.Close, js
+}

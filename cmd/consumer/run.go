@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/service"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitBadUsage = 2
+)
+
+// run loads the configuration, owns the signals and the registry, and runs
+// the service. It returns the process exit code.
+func run(args []string, getenv func(string) string, stderr io.Writer) int {
+	cfg, err := config.Load(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		config.Usage(stderr)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "consumer: %v\n", err)
+		return exitBadUsage
+	}
+	log, err := newLogger(cfg.Log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "consumer: %v\n", err)
+		return exitBadUsage
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal now gets the default action: exit at once
+		log.Info("shutting down; a second signal exits at once", slog.Duration("timeout", cfg.Shutdown.Timeout))
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: reg}); err != nil {
+		log.Error("exiting", slog.Any("error", err))
+		return exitFailure
+	}
+	return exitOK
+}

@@ -1,0 +1,45 @@
+// Package demo owns the two simulators that let `consumer --demo` run the
+// whole product on one machine: a head-end that publishes meter reads to
+// JetStream, and a billing rate engine that the consumer posts reads to.
+//
+// # Head-end
+//
+// HeadEnd publishes one read per tick, at Rate reads per second, to
+// "<Subject>.<region>" (north, south, east or west; a meter always reports to
+// the same region). Each meter's quantity is a register that only grows, with
+// three decimals, built as a string and never as a float. InvalidPercent of
+// the reads are deliberately malformed; they cycle through a fixed list of
+// faults (a timestamp without a zone, an exponent out of range, a unit in the
+// wrong case, a body that is not an object, a meter_id outside the allowed
+// characters, truncated JSON, a missing field) and carry a "Demo-Invalid"
+// header naming the fault. Every read is published under its own Nats-Msg-Id,
+// which is also its idempotency_key, so a retried publish is de-duplicated
+// by JetStream and a redelivered read is billed once. Given the same Rand
+// seed and clock, the head-end publishes the same sequence of messages.
+//
+// # Rate engine
+//
+// RateEngine is an http.Handler. It answers 400 to anything but a POST of
+// valid JSON with Content-Type application/json and an Idempotency-Key
+// header. A key already billed answers 200 again without billing twice.
+// Otherwise it draws an outcome: 200 (billed), 503, 429 with Retry-After, a
+// slow 200, or 422 with a JSON error body. StartRateEngine serves it on
+// "/reads" until its context ends, then shuts down gracefully. The engine
+// remembers every billed key for its lifetime, which is fine for a demo.
+//
+// # Errors
+//
+// Misconfiguration (NewRateEngine, HeadEnd.Run) returns an error wrapping
+// ErrConfig. HeadEnd.Run returns nil once its context ends and the publish in
+// flight, if any, is acknowledged or timed out; a failed publish is logged and
+// counted (HeadEnd.Failed), never fatal. StartRateEngine
+// returns listen errors; its wait function returns serve and shutdown errors.
+//
+// # Concurrency
+//
+// A HeadEnd runs one Run at a time (a second concurrent Run is refused) and
+// is the only user of its Rand while running; Published and Failed are safe
+// to call from any goroutine. RateEngine is safe for concurrent requests: its
+// Rand, billed keys and counters are guarded by a mutex. Every goroutine the
+// package starts stops when its context ends and is waited for.
+package demo

@@ -1,0 +1,97 @@
+package demo
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Defaults of RateEngineOptions.
+const (
+	DefaultOKPercent            = 82
+	DefaultUnavailablePercent   = 7
+	DefaultRateLimitedPercent   = 4
+	DefaultSlowPercent          = 4
+	DefaultUnprocessablePercent = 3
+	DefaultSlowDelay            = 1500 * time.Millisecond
+	DefaultRetryAfter           = "1"
+)
+
+// RateEngineOptions configures a RateEngine. When all five percentages are
+// zero the defaults 82/7/4/4/3 apply; otherwise each must be in [0, 100] and
+// they must add up to 100.
+type RateEngineOptions struct {
+	// Rand draws the outcomes; the engine guards it with a mutex.
+	Rand *rand.Rand
+
+	OKPercent            int // 200, the read is billed
+	UnavailablePercent   int // 503
+	RateLimitedPercent   int // 429 with Retry-After
+	SlowPercent          int // SlowDelay, then 200 and billed
+	UnprocessablePercent int // 422 with a JSON error body
+
+	// SlowDelay is how long a slow response takes (default 1500ms).
+	SlowDelay time.Duration
+	// RetryAfter is the Retry-After value sent with 429 (default "1").
+	RetryAfter string
+	// Logger receives one debug record per request (default: discarded).
+	Logger *slog.Logger
+}
+
+// withDefaults fills the zero fields and validates the result.
+func (o RateEngineOptions) withDefaults() (RateEngineOptions, error) {
+	if o.OKPercent == 0 && o.UnavailablePercent == 0 && o.RateLimitedPercent == 0 &&
+		o.SlowPercent == 0 && o.UnprocessablePercent == 0 {
+		o.OKPercent = DefaultOKPercent
+		o.UnavailablePercent = DefaultUnavailablePercent
+		o.RateLimitedPercent = DefaultRateLimitedPercent
+		o.SlowPercent = DefaultSlowPercent
+		o.UnprocessablePercent = DefaultUnprocessablePercent
+	}
+	if o.SlowDelay == 0 {
+		o.SlowDelay = DefaultSlowDelay
+	}
+	if o.RetryAfter == "" {
+		o.RetryAfter = DefaultRetryAfter
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+
+	var errs []error
+	if o.Rand == nil {
+		errs = append(errs, errors.New("Rand is nil"))
+	}
+	sum := 0
+	for _, p := range []struct {
+		name  string
+		value int
+	}{
+		{"OKPercent", o.OKPercent},
+		{"UnavailablePercent", o.UnavailablePercent},
+		{"RateLimitedPercent", o.RateLimitedPercent},
+		{"SlowPercent", o.SlowPercent},
+		{"UnprocessablePercent", o.UnprocessablePercent},
+	} {
+		if p.value < 0 || p.value > 100 {
+			errs = append(errs, fmt.Errorf("%s %d is not in [0, 100]", p.name, p.value))
+		}
+		sum += p.value
+	}
+	if sum != 100 {
+		errs = append(errs, fmt.Errorf("percentages add up to %d, want 100", sum))
+	}
+	if o.SlowDelay < 0 {
+		errs = append(errs, fmt.Errorf("SlowDelay %v is negative", o.SlowDelay))
+	}
+	if strings.TrimSpace(o.RetryAfter) != o.RetryAfter || strings.ContainsAny(o.RetryAfter, "\r\n") {
+		errs = append(errs, fmt.Errorf("RetryAfter %q is not a valid header value", o.RetryAfter))
+	}
+	if len(errs) > 0 {
+		return o, fmt.Errorf("%w: rate engine: %w", ErrConfig, errors.Join(errs...))
+	}
+	return o, nil
+}

@@ -1,0 +1,82 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/demo"
+)
+
+// startDemo starts the simulated rate engine on loopback and the simulated
+// head-end publishing to the first consumed subject's prefix. It returns the
+// rate engine's URL and a stop function that waits for both.
+func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, log *slog.Logger) (string, func(), error) {
+	seed := uint64(time.Now().UnixNano())
+	re, err := demo.NewRateEngine(demo.RateEngineOptions{
+		Rand:   rand.New(rand.NewPCG(seed, 1)),
+		Logger: log.With(slog.String("component", "demo-rate-engine")),
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	// The rate engine outlives the signal, so in-flight reads can finish;
+	// the head-end stops publishing at the signal.
+	reCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	heCtx, cancelHE := context.WithCancel(ctx)
+	url, waitRE, err := demo.StartRateEngine(reCtx, re, "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		cancelHE()
+		return "", nil, err
+	}
+	he := &demo.HeadEnd{
+		Publisher:      js,
+		Subject:        subjectPrefix(cfg.Stream.Subjects),
+		Rate:           20,
+		Meters:         500,
+		InvalidPercent: 3,
+		Rand:           rand.New(rand.NewPCG(seed, 2)),
+		Now:            time.Now,
+		Logger:         log.With(slog.String("component", "demo-head-end")),
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = he.Run(heCtx)
+	}()
+	log.Info("demo: simulated head-end and rate engine running",
+		slog.String("rate_engine", url), slog.String("publishing_to", he.Subject+".<region>"))
+	return url, func() {
+		cancelHE()
+		wg.Wait()
+		cancel()
+		_ = waitRE()
+		valid, invalid := he.Published()
+		s := re.Stats()
+		log.Info("demo: stopped", slog.Int64("published_valid", valid), slog.Int64("published_invalid", invalid),
+			slog.Int64("billed", s.Billed), slog.Int64("duplicates", s.Duplicates))
+	}, nil
+}
+
+// subjectPrefix turns the first consumed subject into a publish prefix:
+// "meter.reads.>" gives "meter.reads".
+func subjectPrefix(subjects []string) string {
+	s := "meter.reads.>"
+	if len(subjects) > 0 {
+		s = subjects[0]
+	}
+	for len(s) > 0 && (s[len(s)-1] == '>' || s[len(s)-1] == '*' || s[len(s)-1] == '.') {
+		s = s[:len(s)-1]
+	}
+	if s == "" {
+		return "meter.reads"
+	}
+	return s
+}

@@ -1,0 +1,229 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// Deps are what the caller injects.
+type Deps struct {
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // metrics are registered here and served on /metrics
+	Rand     retry.Source         // jitter; nil seeds from the clock
+	// Started, if set, is called once the service consumes, with the address
+	// the HTTP server listens on ("" when disabled).
+	Started func(httpAddr string)
+}
+
+// Topology returns the stream topology the configuration describes.
+func Topology(cfg config.Config) stream.Topology {
+	return stream.Topology{
+		Stream: cfg.Stream.Name, Subjects: cfg.Stream.Subjects, Durable: cfg.Consumer.Durable,
+		DLQStream: cfg.DLQ.Stream, DLQPrefix: cfg.DLQ.Prefix, DLQDuplicates: cfg.DLQ.Duplicates,
+		Replicas: cfg.Stream.Replicas, AckWait: cfg.Consumer.AckWait, MaxAckPending: cfg.Consumer.MaxAckPending,
+	}
+}
+
+// Run runs the consumer until ctx ends, then shuts down gracefully. cfg must
+// be valid.
+func Run(ctx context.Context, cfg config.Config, deps Deps) error {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rnd := deps.Rand
+	if rnd == nil {
+		rnd = retry.NewRand(uint64(time.Now().UnixNano()))
+	}
+	log.Info("starting meter-consumer", slog.Any("config", cfg))
+
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	url := cfg.NATS.URL
+	create := cfg.Stream.Create
+	if url == "" {
+		srv, err := startEmbedded(cfg.NATS.Listen, cfg.DataDir, log)
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() { srv.Shutdown(); srv.WaitForShutdown() })
+		url, create = srv.ClientURL(), true
+	}
+
+	nc, err := connect(ctx, url, connectOptions(cfg.NATS, log), rnd, log)
+	if err != nil {
+		return err
+	}
+	drained := false
+	cleanups = append(cleanups, func() {
+		if !drained {
+			nc.Close()
+		}
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	topo := Topology(cfg)
+	var cons jetstream.Consumer
+	if create {
+		cons, err = stream.Ensure(ctx, js, topo)
+	} else {
+		cons, err = stream.Lookup(ctx, js, topo)
+	}
+	if err != nil {
+		return err
+	}
+
+	sink, err := sinkFor(ctx, cfg, js, log, &cleanups)
+	if err != nil {
+		return err
+	}
+	consumer, err := stream.New(stream.Options{
+		Policy:          cfg.Retry.Policy(),
+		Concurrency:     cfg.Consumer.Concurrency,
+		HandlerTimeout:  cfg.Consumer.HandlerTimeout,
+		AckWait:         cfg.Consumer.AckWait,
+		ShutdownTimeout: cfg.Shutdown.Timeout,
+		Sink:            sink,
+		DeadLetter:      dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream}),
+		Metrics:         stream.NewMetrics(deps.Registry),
+		Logger:          log,
+		Rand:            rnd,
+	})
+	if err != nil {
+		return err
+	}
+
+	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, func() (bool, string) {
+		switch {
+		case !nc.IsConnected():
+			return false, "not connected to NATS (" + nc.Status().String() + ")"
+		case !consumer.Consuming():
+			return false, "not consuming"
+		}
+		return true, "ok"
+	}, log)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, stopHTTP)
+
+	if deps.Started != nil {
+		go func() {
+			for !consumer.Consuming() && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if ctx.Err() == nil {
+				deps.Started(httpAddr)
+			}
+		}()
+	}
+	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
+		slog.String("http", httpAddr))
+	runErr := consumer.Run(ctx, cons)
+
+	// Flush every settlement before the connection goes.
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+	defer cancel()
+	if err := drain(drainCtx, nc); err != nil {
+		log.Warn("drain", slog.Any("error", err))
+	}
+	drained = true
+	if runErr != nil {
+		return fmt.Errorf("consume: %w", runErr)
+	}
+	log.Info("stopped cleanly")
+	return nil
+}
+
+// drain drains the connection and waits until it is closed.
+func drain(ctx context.Context, nc *nats.Conn) error {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return err
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		nc.Close()
+		return ctx.Err()
+	}
+}
+
+func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, log *slog.Logger, cleanups *[]func()) (downstream.Sink, error) {
+	url := cfg.Downstream.URL
+	if cfg.Demo {
+		demoURL, stop, err := startDemo(ctx, cfg, js, log)
+		if err != nil {
+			return nil, err
+		}
+		*cleanups = append(*cleanups, stop)
+		if url == "" {
+			url = demoURL
+		}
+	}
+	cls, err := classify.NewHTTP(cfg.Downstream.PermanentStatuses, nil)
+	if err != nil {
+		return nil, err
+	}
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{
+		URL: url, Timeout: cfg.Downstream.Timeout, Concurrency: cfg.Consumer.Concurrency, Classifier: cls,
+	})
+	if err != nil {
+		return nil, err
+	}
+	*cleanups = append(*cleanups, h.CloseIdle)
+	return h, nil
+}
+
+// serveHTTP serves /metrics, /healthz and /readyz on addr ("" disables it).
+func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string), log *slog.Logger) (string, func(), error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("http.addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", slog.Any("error", err))
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		wg.Wait()
+	}, nil
+}
