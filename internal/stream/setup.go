@@ -56,7 +56,7 @@ func (t Topology) StreamConfig() jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Replicas:    max(t.Replicas, 1),
-		Duplicates:  2 * time.Minute,
+		Duplicates:  10 * time.Minute, // also guards dead-letter replays (replay:<dlq>:<seq>)
 	}
 }
 

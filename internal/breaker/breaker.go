@@ -1,0 +1,275 @@
+package breaker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// State is the breaker's state; its value is the meter_consumer_breaker_state gauge.
+type State int
+
+// The states.
+const (
+	Closed   State = 0
+	Open     State = 1
+	HalfOpen State = 2
+)
+
+func (s State) String() string {
+	switch s {
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half_open"
+	}
+	return "closed"
+}
+
+// Options configures a Breaker.
+type Options struct {
+	Window       time.Duration // sliding window of outcomes (default 30s)
+	MinCalls     int           // calls in the window before it may open (default 20)
+	FailureRatio float64       // share of transient failures that opens it (default 0.5)
+	CoolDown     time.Duration // mean wait before probing (default 5s), jittered ±50%
+	MaxCoolDown  time.Duration // bound of a cool-down that grows while probes fail (default 60s)
+	Probes       int           // calls let through when half-open (default 3)
+
+	Rand      retry.Source                       // jitter (default: seeded from the clock)
+	Now       func() time.Time                   // default time.Now
+	OnChange  func(from, to State)               // called after each transition, outside the lock
+	AfterFunc func(time.Duration, func()) func() // timer (default time.AfterFunc); returns stop
+}
+
+func (o *Options) defaults() error {
+	if o.Window == 0 {
+		o.Window = 30 * time.Second
+	}
+	if o.MinCalls == 0 {
+		o.MinCalls = 20
+	}
+	if o.FailureRatio == 0 {
+		o.FailureRatio = 0.5
+	}
+	if o.CoolDown == 0 {
+		o.CoolDown = 5 * time.Second
+	}
+	if o.MaxCoolDown == 0 {
+		o.MaxCoolDown = max(60*time.Second, o.CoolDown)
+	}
+	if o.Probes == 0 {
+		o.Probes = 3
+	}
+	switch {
+	case o.Window < 0 || o.MinCalls < 1 || o.Probes < 1 || o.CoolDown < 0:
+		return fmt.Errorf("breaker: window (%s) must be > 0, min calls (%d) and probes (%d) >= 1, cool-down (%s) >= 0",
+			o.Window, o.MinCalls, o.Probes, o.CoolDown)
+	case o.FailureRatio <= 0 || o.FailureRatio > 1:
+		return fmt.Errorf("breaker: failure ratio (%v) must be in (0, 1]", o.FailureRatio)
+	case o.MaxCoolDown < o.CoolDown:
+		return fmt.Errorf("breaker: max cool-down (%s) must be >= cool-down (%s)", o.MaxCoolDown, o.CoolDown)
+	}
+	if o.Rand == nil {
+		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.AfterFunc == nil {
+		o.AfterFunc = func(d time.Duration, f func()) func() {
+			t := time.AfterFunc(d, f)
+			return func() { t.Stop() }
+		}
+	}
+	return nil
+}
+
+const buckets = 10
+
+// Breaker is a circuit breaker. Build it with New.
+type Breaker struct {
+	o Options
+
+	mu        sync.Mutex
+	state     State
+	win       [buckets]bucket
+	changed   chan struct{} // closed and replaced on every transition
+	probes    int           // probes in flight (half-open)
+	successes int           // successful probes (half-open)
+	reopens   int           // consecutive failed probe rounds
+	stopTimer func()
+}
+
+type bucket struct {
+	start           time.Time
+	calls, failures int
+}
+
+// Permit is what Acquire hands out; give it back to Done.
+type Permit struct{ probe bool }
+
+// Probe reports whether the call was let through as a half-open probe.
+func (p Permit) Probe() bool { return p.probe }
+
+// New builds a closed Breaker.
+func New(o Options) (*Breaker, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	return &Breaker{o: o, changed: make(chan struct{})}, nil
+}
+
+// State returns the current state.
+func (b *Breaker) State() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
+}
+
+// Changed returns a channel closed at the next transition.
+func (b *Breaker) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changed
+}
+
+// Acquire waits until a call may go through: at once when closed, as one
+// of the probes when half-open, and not before the cool-down when open.
+func (b *Breaker) Acquire(ctx context.Context) (Permit, error) {
+	for {
+		b.mu.Lock()
+		switch {
+		case b.state == Closed:
+			b.mu.Unlock()
+			return Permit{}, nil
+		case b.state == HalfOpen && b.probes+b.successes < b.o.Probes:
+			b.probes++
+			b.mu.Unlock()
+			return Permit{probe: true}, nil
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Permit{}, ctx.Err()
+		}
+	}
+}
+
+// Done records the outcome of a call made under p: failed is true for a
+// transient failure of the downstream (a permanent failure is an answer
+// from a healthy downstream: pass false).
+func (b *Breaker) Done(p Permit, failed bool) {
+	var from, to State
+	b.mu.Lock()
+	if p.probe && b.state == HalfOpen {
+		b.probes--
+		if failed {
+			from, to = b.transition(Open)
+		} else if b.successes++; b.successes >= b.o.Probes {
+			from, to = b.transition(Closed)
+		}
+	} else if b.state == Closed {
+		from, to = b.record(failed)
+	}
+	b.mu.Unlock()
+	b.notify(from, to)
+}
+
+// record counts an outcome in the window and opens when it must. Locked.
+func (b *Breaker) record(failed bool) (State, State) {
+	now := b.o.Now()
+	width := b.o.Window / buckets
+	cur := &b.win[int(now.UnixNano()/int64(max(width, 1)))%buckets]
+	if now.Sub(cur.start) >= width {
+		*cur = bucket{start: now.Truncate(max(width, 1))}
+	}
+	cur.calls++
+	if failed {
+		cur.failures++
+	}
+	calls, failures := 0, 0
+	for _, bk := range b.win {
+		if now.Sub(bk.start) < b.o.Window {
+			calls += bk.calls
+			failures += bk.failures
+		}
+	}
+	if calls >= b.o.MinCalls && float64(failures) >= b.o.FailureRatio*float64(calls) {
+		return b.transition(Open)
+	}
+	return b.state, b.state
+}
+
+// transition moves to s and returns (from, to). Locked.
+func (b *Breaker) transition(s State) (State, State) {
+	from := b.state
+	if from == s {
+		return from, s
+	}
+	b.state = s
+	close(b.changed)
+	b.changed = make(chan struct{})
+	if b.stopTimer != nil {
+		b.stopTimer()
+		b.stopTimer = nil
+	}
+	switch s {
+	case Open:
+		if from == HalfOpen {
+			b.reopens++
+		}
+		wait := b.coolDown()
+		b.stopTimer = b.o.AfterFunc(wait, b.halfOpen)
+	case HalfOpen:
+		b.probes, b.successes = 0, 0
+	case Closed:
+		b.reopens = 0
+		b.win = [buckets]bucket{}
+	}
+	return from, s
+}
+
+// coolDown draws the wait before probing: uniform in [c/2, 3c/2] where c
+// doubles with each failed probe round, bounded by MaxCoolDown. Locked.
+func (b *Breaker) coolDown() time.Duration {
+	c := b.o.CoolDown
+	for i := 0; i < b.reopens && c < b.o.MaxCoolDown; i++ {
+		c *= 2
+	}
+	c = min(c, b.o.MaxCoolDown)
+	if c <= 0 {
+		return 0
+	}
+	return c/2 + time.Duration(b.o.Rand.Int64N(int64(c)+1))
+}
+
+func (b *Breaker) halfOpen() {
+	b.mu.Lock()
+	var from, to State
+	if b.state == Open {
+		from, to = b.transition(HalfOpen)
+	}
+	b.mu.Unlock()
+	b.notify(from, to)
+}
+
+func (b *Breaker) notify(from, to State) {
+	if from != to && b.o.OnChange != nil {
+		b.o.OnChange(from, to)
+	}
+}
+
+// Stop cancels a pending cool-down timer.
+func (b *Breaker) Stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopTimer != nil {
+		b.stopTimer()
+		b.stopTimer = nil
+	}
+}

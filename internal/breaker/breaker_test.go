@@ -1,0 +1,175 @@
+package breaker_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// clock is a manual clock and timer.
+type clock struct {
+	mu    sync.Mutex
+	now   time.Time
+	fire  func()
+	waits []time.Duration
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+func (c *clock) AfterFunc(d time.Duration, f func()) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fire, c.waits = f, append(c.waits, d)
+	return func() {}
+}
+func (c *clock) coolDownOver() {
+	c.mu.Lock()
+	f := c.fire
+	c.mu.Unlock()
+	f()
+}
+
+type transition struct{ from, to breaker.State }
+
+func newBreaker(t *testing.T) (*breaker.Breaker, *clock, *[]transition) {
+	t.Helper()
+	c := &clock{now: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)}
+	var mu sync.Mutex
+	var changes []transition
+	b, err := breaker.New(breaker.Options{
+		Window: 10 * time.Second, MinCalls: 10, FailureRatio: 0.5, CoolDown: 4 * time.Second,
+		MaxCoolDown: 16 * time.Second, Probes: 2, Rand: retry.NewRand(1), Now: c.Now, AfterFunc: c.AfterFunc,
+		OnChange: func(from, to breaker.State) {
+			mu.Lock()
+			changes = append(changes, transition{from, to})
+			mu.Unlock()
+		},
+	})
+	require.NoError(t, err)
+	return b, c, &changes
+}
+
+func call(t *testing.T, b *breaker.Breaker, failed bool) {
+	t.Helper()
+	p, err := b.Acquire(t.Context())
+	require.NoError(t, err)
+	b.Done(p, failed)
+}
+
+func TestOpensOnFailureShareWithMinimumCalls(t *testing.T) {
+	b, c, changes := newBreaker(t)
+	for range 9 {
+		call(t, b, true)
+	}
+	assert.Equal(t, breaker.Closed, b.State(), "9 failures are below the minimum number of calls")
+	call(t, b, true)
+	assert.Equal(t, breaker.Open, b.State())
+	assert.Equal(t, []transition{{breaker.Closed, breaker.Open}}, *changes)
+	require.Len(t, c.waits, 1)
+	assert.GreaterOrEqual(t, c.waits[0], 2*time.Second, "cool-down jittered in [c/2, 3c/2]")
+	assert.LessOrEqual(t, c.waits[0], 6*time.Second)
+}
+
+func TestStaysClosedBelowTheRatioAndForgetsOldCalls(t *testing.T) {
+	b, c, _ := newBreaker(t)
+	for i := range 20 {
+		call(t, b, i%3 == 0) // 7 of 20 fail: 35%
+	}
+	assert.Equal(t, breaker.Closed, b.State())
+	// Old calls slide out of the window: with them, 9 more failures would
+	// make 16 of 29 and open it; without them, 9 calls are below the minimum.
+	c.advance(11 * time.Second)
+	for range 9 {
+		call(t, b, true)
+	}
+	assert.Equal(t, breaker.Closed, b.State())
+	call(t, b, false)
+	assert.Equal(t, breaker.Open, b.State(), "9 failures in 10 calls inside the window")
+}
+
+func TestPermanentFailuresNeverOpenIt(t *testing.T) {
+	b, _, _ := newBreaker(t)
+	for range 100 {
+		call(t, b, false) // a 422 is an answer from a healthy downstream
+	}
+	assert.Equal(t, breaker.Closed, b.State())
+}
+
+func TestAcquireBlocksWhileOpenThenProbes(t *testing.T) {
+	b, c, changes := newBreaker(t)
+	for range 10 {
+		call(t, b, true)
+	}
+	require.Equal(t, breaker.Open, b.State())
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err := b.Acquire(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "no call goes through while open")
+
+	got := make(chan breaker.Permit, 3)
+	for range 3 {
+		go func() {
+			p, err := b.Acquire(t.Context())
+			if err == nil {
+				got <- p
+			}
+		}()
+	}
+	c.coolDownOver()
+	p1, p2 := <-got, <-got
+	assert.True(t, p1.Probe())
+	assert.True(t, p2.Probe())
+	select {
+	case <-got:
+		t.Fatal("only two probes go through when half-open")
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.Done(p1, false)
+	assert.Equal(t, breaker.HalfOpen, b.State())
+	b.Done(p2, false)
+	assert.Equal(t, breaker.Closed, b.State(), "closes when every probe succeeded")
+	p3 := <-got
+	assert.False(t, p3.Probe(), "the third waiter goes through once closed")
+	assert.Equal(t, []transition{{breaker.Closed, breaker.Open}, {breaker.Open, breaker.HalfOpen}, {breaker.HalfOpen, breaker.Closed}}, *changes)
+}
+
+func TestFailedProbeReopensWithALongerCoolDown(t *testing.T) {
+	b, c, _ := newBreaker(t)
+	for range 10 {
+		call(t, b, true)
+	}
+	for round := 1; round <= 4; round++ {
+		c.coolDownOver()
+		require.Equal(t, breaker.HalfOpen, b.State())
+		call(t, b, true)
+		require.Equal(t, breaker.Open, b.State())
+	}
+	require.Len(t, c.waits, 5)
+	// Mean cool-down doubles per failed round (4s, 8s, 16s) and stops at the max (16s).
+	bounds := []time.Duration{4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second}
+	for i, w := range c.waits {
+		assert.GreaterOrEqual(t, w, bounds[i]/2, "wait %d", i)
+		assert.LessOrEqual(t, w, bounds[i]*3/2, "wait %d", i)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []breaker.Options{
+		{FailureRatio: 1.5}, {MinCalls: -1}, {Probes: -1}, {CoolDown: time.Minute, MaxCoolDown: time.Second},
+	} {
+		_, err := breaker.New(o)
+		assert.Error(t, err, "%+v", o)
+	}
+}

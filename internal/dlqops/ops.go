@@ -1,0 +1,92 @@
+package dlqops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Ops runs the dead-letter operations. Set the fields, then call its
+// methods; an Ops is not modified by them.
+type Ops struct {
+	JS           jetstream.JetStream
+	Stream       string    // the dead-letter stream, e.g. METER_READS_DLQ
+	SourceStream string    // where replays must be stored, e.g. METER_READS; "" accepts any stream
+	Out          io.Writer // tables, reports and the replay summary (default io.Discard)
+	Now          func() time.Time
+	Terminal     bool // draw a progress bar during a replay
+
+	// Sleep waits d or until ctx is done, for the replay rate limit
+	// (default: a timer).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (o *Ops) out() io.Writer {
+	if o.Out == nil {
+		return io.Discard
+	}
+	return o.Out
+}
+
+func (o *Ops) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
+}
+
+func (o *Ops) sleep(ctx context.Context, d time.Duration) error {
+	if o.Sleep != nil {
+		return o.Sleep(ctx, d)
+	}
+	return sleepCtx(ctx, d)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// checkConn fails fast when the connection is not up, instead of letting
+// every request wait for its timeout.
+func (o *Ops) checkConn() error {
+	if o.JS == nil {
+		return fmt.Errorf("%w: no JetStream context", ErrNotConnected)
+	}
+	if nc := o.JS.Conn(); nc != nil && !nc.IsConnected() {
+		return fmt.Errorf("%w: connection %s", ErrNotConnected, nc.Status())
+	}
+	return nil
+}
+
+// dlqStream looks up the dead-letter stream; its cached info is fresh.
+func (o *Ops) dlqStream(ctx context.Context) (jetstream.Stream, error) {
+	if err := o.checkConn(); err != nil {
+		return nil, err
+	}
+	return lookup(ctx, o.JS, o.Stream, "dead-letter stream", "--dlq-stream")
+}
+
+func lookup(ctx context.Context, js jetstream.JetStream, name, what, flag string) (jetstream.Stream, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: %s: no name (set %s)", ErrNoSuchStream, what, flag)
+	}
+	st, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%s %s: %w (is %s right?): %w", what, name, ErrNoSuchStream, flag, err)
+	}
+	if err != nil {
+		return nil, wrapNATS(fmt.Sprintf("look up %s %s", what, name), err)
+	}
+	return st, nil
+}

@@ -1,0 +1,46 @@
+package dlqops
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Show writes one copy in full: its subject, every header (sorted, one line
+// per value) and the payload (base64 when it is not valid UTF-8).
+func (o *Ops) Show(ctx context.Context, seq uint64) error {
+	st, err := o.dlqStream(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := st.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("sequence %d in %s: %w (see consumer dlq list): %w", seq, o.Stream, ErrNoSuchSequence, err)
+	}
+	if err != nil {
+		return wrapNATS(fmt.Sprintf("get sequence %d from %s", seq, o.Stream), err)
+	}
+	w := o.out()
+	fmt.Fprintf(w, "seq %d in %s, subject %s\n\n", m.Sequence, o.Stream, m.Subject)
+	keys := make([]string, 0, len(m.Header))
+	for k := range m.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range m.Header[k] {
+			fmt.Fprintf(w, "%s: %s\n", k, v)
+		}
+	}
+	if utf8.Valid(m.Data) {
+		fmt.Fprintf(w, "\npayload (%d bytes):\n%s\n", len(m.Data), m.Data)
+	} else {
+		fmt.Fprintf(w, "\npayload (%d bytes, not UTF-8, base64):\n%s\n", len(m.Data), base64.StdEncoding.EncodeToString(m.Data))
+	}
+	return nil
+}
