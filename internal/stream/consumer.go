@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/retry"
@@ -42,6 +43,10 @@ type Options struct {
 	// before the original is NAKed (default 3 attempts, 100ms base, 1s cap).
 	DeadLetterRetry retry.Policy
 
+	// Breaker, when set, opens on a downstream that fails as a whole: the
+	// consumer stops pulling and holds its reads until probes succeed.
+	Breaker *breaker.Options
+
 	// ServerSideDelay NAKs failed reads with NakWithDelay at once instead of
 	// holding them in the process. It exists to measure the difference (see
 	// delayer); a production consumer leaves it false.
@@ -66,6 +71,7 @@ type Consumer struct {
 
 	consuming atomic.Bool
 	unstored  unstoredCopies
+	breaker   *breaker.Breaker // nil: no breaker
 }
 
 // New validates the options and builds a Consumer.
@@ -108,6 +114,29 @@ func New(o Options) (*Consumer, error) {
 	}
 	c := &Consumer{o: o, log: o.Logger, m: o.Metrics}
 	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	if o.Breaker != nil {
+		bo := *o.Breaker
+		if bo.Rand == nil {
+			bo.Rand = o.Rand
+		}
+		next := bo.OnChange
+		bo.OnChange = func(from, to breaker.State) {
+			c.m.breakerChanged(to)
+			lvl := slog.LevelWarn
+			if to == breaker.Closed {
+				lvl = slog.LevelInfo
+			}
+			c.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("from", from.String()), slog.String("to", to.String()))
+			if next != nil {
+				next(from, to)
+			}
+		}
+		b, err := breaker.New(bo)
+		if err != nil {
+			return nil, err
+		}
+		c.breaker = b
+	}
 	return c, nil
 }
 
@@ -131,14 +160,16 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	hard, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
 
-	delayCtx, delayStop := context.WithCancel(context.WithoutCancel(ctx))
-	delayDone := make(chan struct{})
+	bg, bgStop := context.WithCancel(context.WithoutCancel(ctx))
+	var bgDone sync.WaitGroup
+	bgDone.Add(1)
 	go func() {
-		defer close(delayDone)
-		c.delayer.run(delayCtx)
+		defer bgDone.Done()
+		c.delayer.run(bg)
 	}()
 
 	work := make(chan jetstream.Msg)
+	unparked := make(chan struct{})
 	quit := make(chan struct{})
 	var workers sync.WaitGroup
 	for range c.o.Concurrency {
@@ -148,7 +179,11 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 			for {
 				select {
 				case msg := <-work:
-					c.handle(hard, msg)
+					c.handle(ctx, hard, msg)
+				case <-unparked:
+					if msg, ok := c.delayer.takeParked(); ok {
+						c.handle(ctx, hard, msg)
+					}
 				case <-quit:
 					return
 				}
@@ -156,30 +191,46 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 		}()
 	}
 	dispatch := func(msg jetstream.Msg) {
-		select {
-		case work <- msg:
-		case <-hard.Done():
-			c.settleError("nak", msg.Nak())
+		for {
+			if c.paused() {
+				c.delayer.park(msg) // kept alive until the breaker lets reads through
+				return
+			}
+			select {
+			case work <- msg:
+				return
+			case <-hard.Done():
+				c.settleError("nak", msg.Nak())
+				return
+			case <-c.breakerChanged():
+			}
 		}
 	}
-
-	cc, err := cons.Consume(dispatch,
+	p := newPuller(cons, dispatch,
 		jetstream.PullMaxMessages(c.o.PullBatch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("consume", slog.Any("error", err))
 		}))
-	if err != nil {
+	if err := p.resume(); err != nil {
 		close(quit)
 		workers.Wait()
-		delayStop()
-		<-delayDone
+		bgStop()
+		bgDone.Wait()
 		return fmt.Errorf("consume: %w", err)
 	}
 	c.consuming.Store(true)
+	if c.breaker != nil {
+		bgDone.Add(1)
+		go func() {
+			defer bgDone.Done()
+			c.followBreaker(bg, p, unparked)
+		}()
+	}
+
 	var runErr error
 	select {
 	case <-ctx.Done():
-	case <-cc.Closed():
+	case <-p.unexpected:
 		runErr = ErrConsumeStopped
 	}
 	c.consuming.Store(false)
@@ -189,20 +240,22 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	stopAfter := context.AfterFunc(stopCtx, hardStop)
 	defer stopAfter()
 
-	cc.Drain()
-	select {
-	case <-cc.Closed():
-	case <-stopCtx.Done():
+	bgStop() // no more pausing or resuming; the delayer stops too
+	bgDone.Wait()
+	if !p.pause(time.Until(deadline(stopCtx))) {
 		c.log.Warn("shutdown timeout: unhandled buffered reads are NAKed")
 	}
 	close(quit)
 	workers.Wait()
-	delayStop()
-	<-delayDone
 	if n := c.delayer.release(); n > 0 {
 		c.log.Info("held reads handed back to the server with the rest of their delay", slog.Int("reads", n))
 	}
 	return runErr
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 func (c *Consumer) settleError(op string, err error) {

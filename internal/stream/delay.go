@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,10 +28,15 @@ type delayer struct {
 	onErr     func(op string, err error)
 	onSize    func(n int) // called with the number held after each change
 
-	mu    sync.Mutex
-	items heldHeap
-	wake  chan struct{}
+	mu     sync.Mutex
+	items  heldHeap
+	byMsg  map[jetstream.Msg]*held // parked reads, to unpark them
+	parked atomic.Int64            // len(byMsg), read without the lock
+	wake   chan struct{}
 }
+
+// never is the due time of a parked read: it is only kept alive.
+var never = time.Unix(1<<62, 0)
 
 type held struct {
 	msg       jetstream.Msg
@@ -70,6 +76,68 @@ func (d *delayer) hold(msg jetstream.Msg, delay time.Duration) {
 		default:
 		}
 	}
+}
+
+// park keeps msg alive, without a due time, until unpark takes it back (or
+// release hands it back to the server). It is where reads wait while the
+// breaker is open.
+func (d *delayer) park(msg jetstream.Msg) {
+	it := &held{msg: msg, due: never, keepalive: d.now().Add(d.keepEvery)}
+	d.mu.Lock()
+	if d.byMsg == nil {
+		d.byMsg = make(map[jetstream.Msg]*held)
+	}
+	d.byMsg[msg] = it
+	d.parked.Add(1)
+	heap.Push(&d.items, it)
+	first := d.items[0] == it
+	n := len(d.items)
+	d.mu.Unlock()
+	d.onSize(n)
+	if first {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unpark stops keeping a parked msg alive; it reports whether msg was parked.
+func (d *delayer) unpark(msg jetstream.Msg) bool {
+	if d.parked.Load() == 0 {
+		return false
+	}
+	d.mu.Lock()
+	it, ok := d.byMsg[msg]
+	if ok {
+		delete(d.byMsg, msg)
+		d.parked.Add(-1)
+		heap.Remove(&d.items, it.index)
+	}
+	n := len(d.items)
+	d.mu.Unlock()
+	if ok {
+		d.onSize(n)
+	}
+	return ok
+}
+
+// takeParked unparks and returns one parked read, if any.
+func (d *delayer) takeParked() (jetstream.Msg, bool) {
+	if d.parked.Load() == 0 {
+		return nil, false
+	}
+	d.mu.Lock()
+	var msg jetstream.Msg
+	for m := range d.byMsg {
+		msg = m
+		break
+	}
+	d.mu.Unlock()
+	if msg == nil || !d.unpark(msg) {
+		return nil, false
+	}
+	return msg, true
 }
 
 // size returns how many reads are held.
@@ -130,12 +198,15 @@ func (d *delayer) run(ctx context.Context) {
 func (d *delayer) release() int {
 	d.mu.Lock()
 	items := d.items
-	d.items = nil
+	d.items, d.byMsg = nil, nil
+	d.parked.Store(0)
 	d.mu.Unlock()
 	d.onSize(0)
 	now := d.now()
 	for _, it := range items {
-		if rest := it.due.Sub(now); rest > 0 {
+		if it.due == never {
+			d.settle("nak", it.msg.Nak())
+		} else if rest := it.due.Sub(now); rest > 0 {
 			d.settle("nak", it.msg.NakWithDelay(rest))
 		} else {
 			d.settle("nak", it.msg.Nak())

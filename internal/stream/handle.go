@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/meter"
@@ -25,14 +27,15 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-// handle settles one message in exactly one way. ctx is cancelled only when
-// a graceful shutdown has run out of time.
-func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
+// handle settles one message in exactly one way. run ends when a graceful
+// shutdown starts; ctx is cancelled only when it has run out of time.
+func (c *Consumer) handle(run, ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
 	ka := c.keepAlive(msg)
 	defer ka.stop()
+	c.delayer.unpark(msg)
 
 	md, err := msg.Metadata()
 	if err != nil {
@@ -66,7 +69,14 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 
-	err = c.deliver(ctx, read)
+	err = c.callDownstream(run, ctx, read, msg, md)
+	if errors.Is(err, errBreakerWait) {
+		// Shutting down while the breaker holds the read: not its fault.
+		c.settleError("nak", msg.Nak())
+		c.m.settled(OutcomeNak, time.Since(start).Seconds())
+		c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(msg, md, classify.NewTransient(classify.CauseShutdown, err), 0)...)
+		return
+	}
 	if err == nil {
 		c.settleError("ack", msg.Ack())
 		c.m.settled(OutcomeAck, time.Since(start).Seconds())
@@ -141,6 +151,36 @@ func (u *unstoredCopies) take(seq uint64) (unstoredCopy, bool) {
 		u.n.Add(-1)
 	}
 	return c, ok
+}
+
+var errBreakerWait = errors.New("shutting down while the breaker holds the read")
+
+// callDownstream delivers the read once the breaker lets it through. A
+// transient failure while the downstream is failing as a whole (the
+// breaker is open, or this call was a probe) is not the read's fault: the
+// read waits for the breaker again, kept alive, and is not charged an
+// attempt.
+func (c *Consumer) callDownstream(run, ctx context.Context, read meter.Read, msg jetstream.Msg, md *jetstream.MsgMetadata) error {
+	for {
+		permit, err := c.acquire(run)
+		if err != nil {
+			return errBreakerWait
+		}
+		err = c.deliver(ctx, read)
+		if c.breaker == nil {
+			return err
+		}
+		ce := classify.Of(err)
+		outage := ce != nil && ce.Class == classify.Transient && ce.Cause != classify.CauseShutdown && ctx.Err() == nil
+		c.breaker.Done(permit, outage)
+		if !outage || (!permit.Probe() && c.breaker.State() == breaker.Closed) {
+			return err
+		}
+		c.m.failed(ce)
+		if c.log.Enabled(ctx, slog.LevelDebug) {
+			c.log.LogAttrs(ctx, slog.LevelDebug, "held for the breaker", c.attrs(msg, md, ce, 0)...)
+		}
+	}
 }
 
 // deliver calls the sink under the handler timeout; a panic becomes a

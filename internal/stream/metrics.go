@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 )
@@ -32,6 +33,8 @@ type Metrics struct {
 	deliveryAttempt prometheus.Histogram
 	inFlight        prometheus.Gauge
 	held            prometheus.Gauge
+	breakerState    prometheus.Gauge
+	breakerChanges  *prometheus.CounterVec
 
 	// cached children for the hot path
 	ack, nak, term               prometheus.Counter
@@ -94,6 +97,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "NAKed reads held in this process until their retry delay is over.",
 		}),
 	}
+	m.breakerState = f.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Name: "breaker_state",
+		Help: "Downstream circuit breaker: 0 closed, 1 open (not pulling), 2 half-open (probing).",
+	})
+	m.breakerChanges = f.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "breaker_transitions_total",
+		Help: "Circuit breaker transitions, by the state entered.",
+	}, []string{"to"})
+	for _, s := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
+		m.breakerChanges.WithLabelValues(s.String())
+	}
 	m.ack = m.messages.WithLabelValues(string(OutcomeAck))
 	m.nak = m.messages.WithLabelValues(string(OutcomeNak))
 	m.term = m.messages.WithLabelValues(string(OutcomeTerm))
@@ -126,6 +140,11 @@ func (m *Metrics) settled(o Outcome, seconds float64) {
 		m.term.Inc()
 		m.durTerm.Observe(seconds)
 	}
+}
+
+func (m *Metrics) breakerChanged(to breaker.State) {
+	m.breakerState.Set(float64(to))
+	m.breakerChanges.WithLabelValues(to.String()).Inc()
 }
 
 func (m *Metrics) failed(e *classify.Error) {

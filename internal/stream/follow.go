@@ -1,0 +1,69 @@
+package stream
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/meterline/meter-consumer/internal/breaker"
+)
+
+// paused reports whether new reads must be parked: the breaker is open.
+func (c *Consumer) paused() bool {
+	return c.breaker != nil && c.breaker.State() == breaker.Open
+}
+
+// breakerChanged returns a channel closed at the breaker's next transition
+// (nil, which never fires, without a breaker).
+func (c *Consumer) breakerChanged() <-chan struct{} {
+	if c.breaker == nil {
+		return nil
+	}
+	return c.breaker.Changed()
+}
+
+// acquire waits for the breaker to let a call through; ctx is the graceful
+// stop.
+func (c *Consumer) acquire(ctx context.Context) (breaker.Permit, error) {
+	if c.breaker == nil {
+		return breaker.Permit{}, nil
+	}
+	return c.breaker.Acquire(ctx)
+}
+
+// followBreaker pauses pulling while the breaker is open and resumes it
+// otherwise; reads parked while it was open go to the workers (through
+// tokens on unparked: a worker takes one parked read per token) when it
+// half-opens, so that they can serve as probes.
+func (c *Consumer) followBreaker(ctx context.Context, p *puller, unparked chan<- struct{}) {
+	for {
+		changed := c.breaker.Changed()
+		switch c.breaker.State() {
+		case breaker.Open:
+			if p.pulling() {
+				p.pause(c.o.AckWait / 2)
+				c.log.Warn("breaker open: stopped pulling; in-flight reads are held", slog.Int("parked", int(c.delayer.parked.Load())))
+			}
+		default:
+			if !p.pulling() {
+				if err := p.resume(); err != nil {
+					c.log.Error("resume pulling", slog.Any("error", err))
+				}
+			}
+		tokens:
+			for range c.delayer.parked.Load() {
+				select {
+				case unparked <- struct{}{}:
+				case <-ctx.Done():
+					return
+				case <-changed:
+					break tokens
+				}
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
