@@ -13,6 +13,7 @@ type Config struct {
 	Stream     Stream     `yaml:"stream"`
 	Consumer   Consumer   `yaml:"consumer"`
 	Retry      Retry      `yaml:"retry"`
+	Breaker    Breaker    `yaml:"breaker"`
 	DLQ        DLQ        `yaml:"dlq"`
 	Downstream Downstream `yaml:"downstream"`
 	HTTP       HTTP       `yaml:"http"`
@@ -79,6 +80,18 @@ func (r Retry) Policy() retry.Policy {
 	}
 }
 
+// Breaker is the circuit breaker on the downstream: when it fails as a
+// whole, stop pulling and hold reads instead of spending their attempts.
+type Breaker struct {
+	Enabled        bool          `yaml:"enabled"`
+	Window         time.Duration `yaml:"window"`          // sliding window of outcomes
+	MinCalls       int           `yaml:"min_calls"`       // calls in the window before it may open
+	FailurePercent int           `yaml:"failure_percent"` // share of transient failures that opens it
+	CoolDown       time.Duration `yaml:"cool_down"`       // mean wait before probing, jittered ±50%
+	MaxCoolDown    time.Duration `yaml:"max_cool_down"`   // bound of a cool-down that grows while probes fail
+	Probes         int           `yaml:"probes"`          // calls let through when half-open
+}
+
 // DLQ is where reads that cannot be delivered are copied.
 type DLQ struct {
 	Stream     string        `yaml:"stream"`
@@ -131,6 +144,15 @@ func Default() Config {
 			Cap:           30 * time.Second,
 			MaxAttempts:   6,
 			MaxServerWait: 5 * time.Minute,
+		},
+		Breaker: Breaker{
+			Enabled:        true,
+			Window:         30 * time.Second,
+			MinCalls:       20,
+			FailurePercent: 50,
+			CoolDown:       5 * time.Second,
+			MaxCoolDown:    time.Minute,
+			Probes:         3,
 		},
 		DLQ: DLQ{
 			Stream:     "METER_READS_DLQ",

@@ -24,21 +24,36 @@ import (
 // For -h or --help it returns an error matching [flag.ErrHelp]; print
 // [Usage] and exit 0. On any error the returned Config is the zero value.
 func Load(args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg, rest, err := load(fs, args, getenv, true)
+	if err == nil && len(rest) > 0 {
+		return Config{}, fmt.Errorf("flags: unexpected argument %q (see --help)", rest[0])
+	}
+	return cfg, err
+}
+
+// LoadTool is Load for a subcommand such as "consumer dlq list": fs holds
+// the subcommand's own flags, to which every configuration flag is added,
+// and the positional arguments left after the flags are returned. The
+// downstream URL is not required.
+func LoadTool(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, []string, error) {
+	return load(fs, args, getenv, false)
+}
+
+func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDownstream bool) (Config, []string, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 
 	fromFlags := Default()
-	fs := newFlagSet(&fromFlags)
+	addFlags(fs, &fromFlags)
 	configPath := fs.String(configFlag, "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, fmt.Errorf("consumer: %w", err)
+			return Config{}, nil, fmt.Errorf("consumer: %w", err)
 		}
-		return Config{}, fmt.Errorf("flags: %w (see --help)", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("flags: unexpected argument %q (see --help)", fs.Arg(0))
+		return Config{}, nil, fmt.Errorf("flags: %w (see --help)", err)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -50,33 +65,30 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	if path != "" {
 		if err := readFile(&cfg, path); err != nil {
-			return Config{}, err
+			return Config{}, nil, err
 		}
 	}
 	if err := applyEnv(&cfg, getenv); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	for _, s := range settings {
 		if s.field != nil && given[s.flag] {
 			reflect.ValueOf(s.field(&cfg)).Elem().Set(reflect.ValueOf(s.field(&fromFlags)).Elem())
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
+	if err := cfg.validate(needDownstream); err != nil {
+		return Config{}, nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	return cfg, nil
+	return cfg, fs.Args(), nil
 }
 
-// newFlagSet returns a flag set, silent on errors, whose flags write to cfg.
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+// addFlags adds every configuration flag to fs, writing to cfg.
+func addFlags(fs *flag.FlagSet, cfg *Config) {
 	for _, s := range settings {
 		if s.flag != "" && s.field != nil {
 			fs.Var(fieldValue{s.field(cfg)}, s.flag, s.help)
 		}
 	}
-	return fs
 }
 
 // readFile overrides cfg with the settings in the YAML file at path.

@@ -48,6 +48,14 @@ var settings = []setting{
 	{flag: "max-attempts", env: "CONSUMER_MAX_ATTEMPTS", yaml: "retry.max_attempts", help: "deliveries in all, the first included, before a read is dead-lettered", field: func(c *Config) any { return &c.Retry.MaxAttempts }},
 	{flag: "max-server-wait", env: "CONSUMER_MAX_SERVER_WAIT", yaml: "retry.max_server_wait", help: "longest Retry-After honoured; 0 ignores Retry-After", field: func(c *Config) any { return &c.Retry.MaxServerWait }},
 
+	{flag: "breaker", env: "CONSUMER_BREAKER", yaml: "breaker.enabled", help: "stop pulling and hold reads while the downstream fails as a whole", field: func(c *Config) any { return &c.Breaker.Enabled }},
+	{flag: "breaker-window", env: "CONSUMER_BREAKER_WINDOW", yaml: "breaker.window", help: "sliding window of downstream outcomes", field: func(c *Config) any { return &c.Breaker.Window }},
+	{flag: "breaker-min-calls", env: "CONSUMER_BREAKER_MIN_CALLS", yaml: "breaker.min_calls", help: "calls in the window before the breaker may open", field: func(c *Config) any { return &c.Breaker.MinCalls }},
+	{flag: "breaker-failure-percent", env: "CONSUMER_BREAKER_FAILURE_PERCENT", yaml: "breaker.failure_percent", help: "percentage of transient failures in the window that opens the breaker, 1 to 100", field: func(c *Config) any { return &c.Breaker.FailurePercent }},
+	{flag: "breaker-cool-down", env: "CONSUMER_BREAKER_COOL_DOWN", yaml: "breaker.cool_down", help: "mean wait before probing the downstream, jittered ±50%", field: func(c *Config) any { return &c.Breaker.CoolDown }},
+	{flag: "breaker-max-cool-down", env: "CONSUMER_BREAKER_MAX_COOL_DOWN", yaml: "breaker.max_cool_down", help: "bound of a cool-down that doubles while probes fail", field: func(c *Config) any { return &c.Breaker.MaxCoolDown }},
+	{flag: "breaker-probes", env: "CONSUMER_BREAKER_PROBES", yaml: "breaker.probes", help: "calls let through when half-open; all must succeed to close", field: func(c *Config) any { return &c.Breaker.Probes }},
+
 	{flag: "dlq-stream", env: "CONSUMER_DLQ_STREAM", yaml: "dlq.stream", help: "JetStream stream holding dead-letter copies", field: func(c *Config) any { return &c.DLQ.Stream }},
 	{flag: "dlq-prefix", env: "CONSUMER_DLQ_PREFIX", yaml: "dlq.prefix", help: "dead-letter copies go to <prefix>.<original subject>; must not overlap the consumed subjects", field: func(c *Config) any { return &c.DLQ.Prefix }},
 	{flag: "dlq-duplicates", env: "CONSUMER_DLQ_DUPLICATES", yaml: "dlq.duplicates", help: "duplicate window of a created dead-letter stream; >= 10m", field: func(c *Config) any { return &c.DLQ.Duplicates }},

@@ -49,7 +49,14 @@ var (
 // Validate returns nil if c is usable, or every problem joined with
 // errors.Join. Each names the field's YAML path, its value (never a secret)
 // and what would be valid, and matches [ErrInvalid]. It connects to nothing.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(true) }
+
+// validate checks c; the dead-letter tools do not call the downstream, so
+// they pass needDownstream false.
+func (c Config) validate(needDownstream bool) error {
+	if !needDownstream && c.Downstream.URL == "" {
+		c.Demo = true // the URL is not needed; every other rule holds
+	}
 	var p problems
 	c.validateNATS(&p)
 	c.validateStream(&p)
@@ -225,6 +232,26 @@ func (c Config) validateService(p *problems) {
 	}
 	if !slices.Contains(logLevels, c.Log.Level) {
 		p.addf("log.level (%q) must be one of %s", c.Log.Level, strings.Join(logLevels, ", "))
+	}
+	if b := c.Breaker; b.Enabled {
+		if b.Window <= 0 {
+			p.addf("breaker.window (%s) must be > 0", b.Window)
+		}
+		if b.MinCalls < 1 {
+			p.addf("breaker.min_calls (%d) must be >= 1", b.MinCalls)
+		}
+		if b.FailurePercent < 1 || b.FailurePercent > 100 {
+			p.addf("breaker.failure_percent (%d) must be 1 to 100", b.FailurePercent)
+		}
+		if b.CoolDown <= 0 {
+			p.addf("breaker.cool_down (%s) must be > 0", b.CoolDown)
+		}
+		if b.MaxCoolDown < b.CoolDown {
+			p.addf("breaker.max_cool_down (%s) must be >= breaker.cool_down (%s)", b.MaxCoolDown, b.CoolDown)
+		}
+		if b.Probes < 1 {
+			p.addf("breaker.probes (%d) must be >= 1", b.Probes)
+		}
 	}
 	if c.Shutdown.Timeout <= 0 {
 		p.addf("shutdown.timeout (%s) must be > 0", c.Shutdown.Timeout)

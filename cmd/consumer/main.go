@@ -3,4 +3,4 @@ package main
 
 import "os"
 
-func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)) }

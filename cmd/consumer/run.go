@@ -27,7 +27,12 @@ const (
 
 // run loads the configuration, owns the signals and the registry, and runs
 // the service. It returns the process exit code.
-func run(args []string, getenv func(string) string, stderr io.Writer) int {
+func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "dlq" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runDLQ(ctx, args[1:], getenv, stdin, stdout, stderr)
+	}
 	cfg, err := config.Load(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		config.Usage(stderr)

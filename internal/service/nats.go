@@ -116,3 +116,24 @@ func connect(ctx context.Context, url string, opts []nats.Option, rnd retry.Sour
 	}
 	return nc, nil
 }
+
+// Connect dials the NATS server the configuration names; with no URL it
+// dials the embedded server's address (a consumer running on this machine).
+// Tools use it; the service itself calls connect.
+func Connect(ctx context.Context, c config.NATS, log *slog.Logger) (*nats.Conn, error) {
+	url := c.URL
+	if url == "" {
+		url = "nats://" + c.Listen
+	}
+	opts := append(connectOptions(c, log), nats.MaxReconnects(0))
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redactedURL(url), err)
+	}
+	return nc, nil
+}
+
+// redactedURL hides a password or token in a NATS URL.
+func redactedURL(u string) string {
+	return config.NATS{URL: u}.Redacted().URL
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
@@ -112,6 +113,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Metrics:         stream.NewMetrics(deps.Registry),
 		Logger:          log,
 		Rand:            rnd,
+		Breaker:         breakerOptions(cfg.Breaker),
 	})
 	if err != nil {
 		return err
@@ -226,4 +228,15 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string
 		_ = srv.Shutdown(ctx)
 		wg.Wait()
 	}, nil
+}
+
+// breakerOptions turns the breaker section into options (nil: disabled).
+func breakerOptions(b config.Breaker) *breaker.Options {
+	if !b.Enabled {
+		return nil
+	}
+	return &breaker.Options{
+		Window: b.Window, MinCalls: b.MinCalls, FailureRatio: float64(b.FailurePercent) / 100,
+		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes,
+	}
 }

@@ -1,0 +1,112 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/natstest"
+)
+
+func runTool(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+
+	var fixed atomic.Bool
+	var mu sync.Mutex
+	billed := map[string]int{}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !fixed.Load() {
+			w.WriteHeader(http.StatusUnprocessableEntity) // a rate table is missing
+			return
+		}
+		mu.Lock()
+		billed[r.Header.Get("Idempotency-Key")]++
+		mu.Unlock()
+	}))
+	defer down.Close()
+
+	p := start(t, "--nats-url", s.ClientURL(), "--create-streams", "--downstream-url", down.URL, "--http-addr", "")
+	p.httpAddr()
+	for i := range 4 {
+		_, err := js.Publish(t.Context(), fmt.Sprintf("meter.reads.r%d", i%2), fmt.Appendf(nil,
+			`{"meter_id":"MTR-%d","read_at":"2026-11-30T07:00:00Z","quantity":"2.000","unit":"kWh"}`, i))
+		require.NoError(t, err)
+	}
+	dlqCount := func() uint64 {
+		st, err := js.Stream(t.Context(), "METER_READS_DLQ")
+		require.NoError(t, err)
+		info, err := st.Info(t.Context())
+		require.NoError(t, err)
+		return info.State.Msgs
+	}
+	require.Eventually(t, func() bool { return dlqCount() == 4 }, 20*time.Second, 20*time.Millisecond)
+
+	out, stderr, code := runTool(t, "dlq", "list", "--nats-url", s.ClientURL(), "--json", "--subject", "meter.reads.r0")
+	require.Equal(t, 0, code, stderr)
+	var rows []map[string]any
+	sc := bufio.NewScanner(bytes.NewBufferString(out))
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+		rows = append(rows, m)
+	}
+	require.Len(t, rows, 2)
+	assert.Equal(t, "permanent", rows[0]["reason"])
+	assert.Equal(t, "http_422", rows[0]["cause"])
+
+	// Dry run changes nothing.
+	_, stderr, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0", "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, uint64(4), dlqCount())
+
+	// The rate table is fixed; replay the r0 subset.
+	fixed.Store(true)
+	out, stderr, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0", "--rate", "100")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "replayed 2")
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return billed["MTR-0@2026-11-30T07:00:00Z"] == 1 && billed["MTR-2@2026-11-30T07:00:00Z"] == 1
+	}, 20*time.Second, 20*time.Millisecond, "the consumer delivers the replayed reads")
+	assert.Equal(t, uint64(2), dlqCount(), "the replayed copies are gone, the others stay")
+
+	// Running the same replay again replays nothing.
+	out, _, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "replayed 0")
+
+	_, stderr, code = runTool(t, "dlq", "show", "999", "--nats-url", s.ClientURL())
+	assert.NotZero(t, code)
+	assert.Contains(t, stderr, "999")
+	assert.Equal(t, 0, p.stop(15*time.Second))
+}
