@@ -19,6 +19,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/lag"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
@@ -32,6 +33,10 @@ type Deps struct {
 	// the HTTP server listens on ("" when disabled).
 	Started func(httpAddr string)
 }
+
+// LagInterval is the mean interval between two readings of the backlog
+// (jittered ±50%, shared by every scrape).
+const LagInterval = 15 * time.Second
 
 // Topology returns the stream topology the configuration describes.
 func Topology(cfg config.Config) stream.Topology {
@@ -143,9 +148,20 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			}
 		}()
 	}
+	lagCtx, stopLag := context.WithCancel(ctx)
+	lagDone := make(chan struct{})
+	go func() {
+		defer close(lagDone)
+		lag.New(lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream},
+			deps.Registry, LagInterval, rnd, log).Run(lagCtx)
+	}()
+	defer func() { stopLag(); <-lagDone }()
+
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
 		slog.String("http", httpAddr))
 	runErr := consumer.Run(ctx, cons)
+	stopLag()
+	<-lagDone
 
 	// Flush every settlement before the connection goes.
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
