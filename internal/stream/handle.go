@@ -266,11 +266,15 @@ func (c *Consumer) attrs(msg jetstream.Msg, md *jetstream.MsgMetadata, ce *class
 	return a
 }
 
-// keepAlive sends InProgress every AckWait/2 while a read is being handled,
-// so slow work is not redelivered under our feet.
+// keepAlive sends InProgress while a read is being handled, so slow work is
+// not redelivered under our feet: every AckWait/2, and the first one early
+// enough to cover the time the message may have waited in the client buffer
+// before a worker took it (at most about one handler timeout).
 func (c *Consumer) keepAlive(msg jetstream.Msg) *keeper {
-	k := &keeper{msg: msg, every: c.o.AckWait / 2, onErr: c.settleError}
-	k.t = time.AfterFunc(k.every, k.tick)
+	every := c.o.AckWait / 2
+	first := min(every, max(c.o.AckWait-c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
+	k := &keeper{msg: msg, every: every, onErr: c.settleError}
+	k.t = time.AfterFunc(first, k.tick)
 	return k
 }
 

@@ -1,0 +1,227 @@
+package reliability_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// engine is the downstream: it records every answer per idempotency key and
+// answers what the scenario says.
+type engine struct {
+	srv *httptest.Server
+
+	latency atomic.Int64 // nanoseconds
+	mu      sync.Mutex
+	answers map[string][]int // key -> statuses answered, in order
+	policy  func(key string, n int) int
+}
+
+func newEngine(t *testing.T, policy func(key string, n int) int) *engine {
+	t.Helper()
+	e := &engine{answers: map[string][]int{}, policy: policy}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if d := time.Duration(e.latency.Load()); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return // the client gave up: nothing answered
+			}
+		}
+		e.mu.Lock()
+		status := http.StatusOK
+		if e.policy != nil {
+			status = e.policy(key, len(e.answers[key])+1)
+		}
+		e.answers[key] = append(e.answers[key], status)
+		e.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *engine) setPolicy(p func(key string, n int) int) {
+	e.mu.Lock()
+	e.policy = p
+	e.mu.Unlock()
+}
+
+// delivered reports the keys answered 2xx at least once, and how many calls
+// in all.
+func (e *engine) delivered() (map[string]bool, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out, calls := map[string]bool{}, 0
+	for k, sts := range e.answers {
+		calls += len(sts)
+		for _, s := range sts {
+			if s >= 200 && s < 300 {
+				out[k] = true
+			}
+		}
+	}
+	return out, calls
+}
+
+// world is one scenario's NATS side.
+type world struct {
+	t   *testing.T
+	url string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+
+	mu   sync.Mutex
+	keys []string // every read published, by idempotency key
+}
+
+func newWorld(t *testing.T, url string) *world {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return &world{t: t, url: url, nc: nc, js: js}
+}
+
+// read returns a valid read body and its key.
+func read(meter string, i int) ([]byte, string) {
+	at := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute)
+	key := fmt.Sprintf("%s@%s", meter, at.Format(time.RFC3339Nano))
+	return fmt.Appendf(nil, `{"meter_id":%q,"read_at":%q,"quantity":"%d.125","unit":"kWh"}`, meter, at.Format(time.RFC3339), i), key
+}
+
+// publish publishes n valid reads of meter, retrying through outages, each
+// under a Nats-Msg-Id so a retried publish is not stored twice.
+func (w *world) publish(meter string, n int, gap time.Duration) {
+	w.t.Helper()
+	for i := range n {
+		body, key := read(meter, i)
+		w.publishBody("meter.reads."+meter, body, key, nil)
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+}
+
+func (w *world) publishBody(subject string, body []byte, key string, h nats.Header) {
+	w.t.Helper()
+	msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
+	for k, v := range h {
+		msg.Header[k] = v
+	}
+	msg.Header.Set("Nats-Msg-Id", "pub:"+subject+":"+key+fmt.Sprint(len(body)))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := w.js.PublishMsg(ctx, msg)
+		cancel()
+		if err == nil {
+			break
+		}
+		require.True(w.t, time.Now().Before(deadline), "publish kept failing: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.mu.Lock()
+	w.keys = append(w.keys, key)
+	w.mu.Unlock()
+}
+
+// deadLetters returns the dead-letter copies' Dlq-Sequence values, with counts.
+func (w *world) deadLetters() map[string]int {
+	w.t.Helper()
+	out := map[string]int{}
+	st, err := w.js.Stream(context.Background(), "METER_READS_DLQ")
+	if err != nil {
+		return out
+	}
+	info, err := st.Info(context.Background())
+	require.NoError(w.t, err)
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(context.Background(), seq)
+		if err == nil {
+			out[m.Header.Get("Dlq-Sequence")]++
+		}
+	}
+	return out
+}
+
+// settled waits until the durable consumer has nothing pending or
+// ack-pending and its ack floor reached the stream's last message.
+func (w *world) settled(timeout time.Duration) {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c, err := w.js.Consumer(ctx, "METER_READS", "meter-consumer")
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(ctx)
+		if err != nil || ci.NumPending != 0 || ci.NumAckPending != 0 {
+			return false
+		}
+		st, err := w.js.Stream(ctx, "METER_READS")
+		if err != nil {
+			return false
+		}
+		si, err := st.Info(ctx)
+		return err == nil && ci.AckFloor.Stream >= si.State.LastSeq
+	}, timeout, 50*time.Millisecond, "the consumer never settled every read")
+}
+
+// figures are what docs/RELIABILITY.md reports per scenario.
+type figures struct {
+	Published, Delivered, DeadLettered, Lost, DuplicateDeadLetters, Calls int
+	Recovery                                                              time.Duration
+}
+
+// checkLedger asserts the ledger: every read delivered or dead-lettered
+// exactly once (only those in mayFail may be dead-lettered), nothing stuck.
+func (w *world) checkLedger(e *engine, mayFail func(key string) bool, expectDead int) figures {
+	w.t.Helper()
+	delivered, calls := e.delivered()
+	dead := w.deadLetters()
+	f := figures{Calls: calls}
+	w.mu.Lock()
+	keys := append([]string(nil), w.keys...)
+	w.mu.Unlock()
+	f.Published = len(keys)
+	for _, k := range keys {
+		if delivered[k] {
+			f.Delivered++
+			continue
+		}
+		if mayFail == nil || !mayFail(k) {
+			f.Lost++
+			assert.Fail(w.t, "read lost", "read %s was neither delivered nor allowed to fail", k)
+		}
+	}
+	for seq, n := range dead {
+		f.DeadLettered++
+		if n > 1 {
+			f.DuplicateDeadLetters++
+			assert.Fail(w.t, "dead-lettered twice", "stream sequence %s has %d dead-letter copies", seq, n)
+		}
+	}
+	assert.Equal(w.t, expectDead, f.DeadLettered, "dead-letter copies")
+	assert.Equal(w.t, f.Published, f.Delivered+f.DeadLettered, "every read delivered or dead-lettered")
+	return f
+}
+
+func (f figures) log(t *testing.T, scenario string) {
+	t.Logf("FIGURES %s: published=%d delivered=%d dead-lettered=%d lost=%d duplicate-dead-letters=%d downstream-calls=%d recovery=%s",
+		scenario, f.Published, f.Delivered, f.DeadLettered, f.Lost, f.DuplicateDeadLetters, f.Calls, f.Recovery.Round(time.Millisecond))
+}
