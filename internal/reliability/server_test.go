@@ -22,10 +22,13 @@ func freePort(t *testing.T) int {
 
 // fixedServer starts a single node on a fixed port, so it can be restarted
 // where clients expect it.
-func fixedServer(t *testing.T, port int, dir string) *server.Server {
+func fixedServer(t *testing.T, port int, dir string, opts ...func(*server.Options)) *server.Server {
 	t.Helper()
 	o := natstest.Options(dir)
 	o.Port = port
+	for _, f := range opts {
+		f(o)
+	}
 	return natstest.Start(t, o)
 }
 
