@@ -88,7 +88,13 @@ type world struct {
 
 func newWorld(t *testing.T, url string) *world {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	return newWorldOpts(t, url)
+}
+
+func newWorldOpts(t *testing.T, url string, opts ...nats.Option) *world {
+	t.Helper()
+	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)
+	nc, err := nats.Connect(url, opts...)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

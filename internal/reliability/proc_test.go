@@ -37,9 +37,15 @@ var fast = []string{
 
 func startConsumer(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startConsumerEnv(t, name, nil, args...)
+}
+
+// startConsumerEnv starts a consumer with extra environment variables.
+func startConsumerEnv(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, append(append([]string{}, fast...), args...)...)
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())

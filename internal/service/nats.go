@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -100,6 +101,11 @@ func connect(ctx context.Context, url string, opts []nats.Option, rnd retry.Sour
 	d := retry.Driver{
 		Policy: retry.Policy{Base: 250 * time.Millisecond, Cap: 5 * time.Second, MaxAttempts: 12},
 		Rand:   rnd,
+		// Wrong credentials will not get better by waiting.
+		Transient: func(err error) bool {
+			return !errors.Is(err, nats.ErrAuthorization) && !errors.Is(err, nats.ErrAuthExpired) &&
+				!errors.Is(err, nats.ErrAuthRevoked) && !errors.Is(err, nats.ErrAccountAuthExpired)
+		},
 	}
 	attempt := 0
 	err := d.Do(ctx, func(context.Context) error {

@@ -1,0 +1,171 @@
+package reliability_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pki writes a CA, a server certificate for 127.0.0.1 and a client
+// certificate into dir.
+type pki struct{ ca, serverCert, serverKey, clientCert, clientKey string }
+
+func newPKI(t *testing.T) pki {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	caCert, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+		return p
+	}
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+			ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		require.NoError(t, err)
+		kder, err := x509.MarshalECPrivateKey(key)
+		require.NoError(t, err)
+		return write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kder)
+	}
+	p := pki{ca: write("ca.pem", "CERTIFICATE", caDER)}
+	p.serverCert, p.serverKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
+	return p
+}
+
+// secureServer requires mutual TLS and the given authentication.
+func secureServer(t *testing.T, p pki, auth func(*server.Options)) (string, *server.Options) {
+	t.Helper()
+	port := freePort(t)
+	var opts *server.Options
+	fixedServer(t, port, t.TempDir(), func(o *server.Options) {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: p.serverCert, KeyFile: p.serverKey, CaFile: p.ca, Verify: true})
+		require.NoError(t, err)
+		o.TLSConfig, o.TLS, o.TLSVerify, o.TLSTimeout = tc, true, true, 2
+		auth(o)
+		opts = o
+	})
+	return "tls://127.0.0.1:" + itoa(port), opts
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// adminWorld connects the test itself with the same credentials.
+func adminWorld(t *testing.T, url string, p pki, opts ...nats.Option) *world {
+	t.Helper()
+	opts = append(opts, nats.RootCAs(p.ca), nats.ClientCert(p.clientCert, p.clientKey))
+	return newWorldOpts(t, url, opts...)
+}
+
+func TestSecureConnections(t *testing.T) {
+	p := newPKI(t)
+	const password, token = "correct-horse-battery-staple", "tok-9f8e7d6c5b4a"
+	kp, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	seed, err := kp.Seed()
+	require.NoError(t, err)
+	pub, err := kp.PublicKey()
+	require.NoError(t, err)
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	require.NoError(t, os.WriteFile(seedFile, seed, 0o600))
+
+	tests := []struct {
+		name   string
+		auth   func(*server.Options)
+		client []nats.Option
+		env    []string
+		args   []string
+		secret string
+	}{
+		{
+			name:   "user and password over mutual TLS",
+			auth:   func(o *server.Options) { o.Users = []*server.User{{Username: "alice", Password: password}} },
+			client: []nats.Option{nats.UserInfo("alice", password)},
+			env:    []string{"NATS_USER=alice", "NATS_PASSWORD=" + password},
+			secret: password,
+		},
+		{
+			name:   "token over mutual TLS",
+			auth:   func(o *server.Options) { o.Authorization = token },
+			client: []nats.Option{nats.Token(token)},
+			env:    []string{"NATS_TOKEN=" + token},
+			secret: token,
+		},
+		{
+			name:   "nkey over mutual TLS",
+			auth:   func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} },
+			client: []nats.Option{nkeyOption(t, seedFile)},
+			args:   []string{"--nats-nkey", seedFile},
+			secret: string(seed),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url, _ := secureServer(t, p, tt.auth)
+			w := adminWorld(t, url, p, tt.client...)
+			e := newEngine(t, nil)
+			args := append([]string{"--nats-url", url, "--create-streams", "--downstream-url", e.srv.URL,
+				"--nats-ca", p.ca, "--nats-cert", p.clientCert, "--nats-key", p.clientKey}, tt.args...)
+			c := startConsumerEnv(t, "consumer", tt.env, args...)
+			w.publish("SEC", 10, 0)
+			w.settled(30 * time.Second)
+			w.checkLedger(e, nil, 0)
+			assert.NotContains(t, c.output(), tt.secret, "a secret reached the log")
+		})
+	}
+
+	t.Run("a wrong password fails fast without showing it", func(t *testing.T) {
+		url, _ := secureServer(t, p, func(o *server.Options) { o.Users = []*server.User{{Username: "alice", Password: password}} })
+		cmd := exec.Command(binary, "--nats-url", url, "--downstream-url", "http://127.0.0.1:1/reads",
+			"--nats-ca", p.ca, "--nats-cert", p.clientCert, "--nats-key", p.clientKey, "--log-format", "json")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NATS_USER=alice", "NATS_PASSWORD=wrong-" + password}
+		began := time.Now()
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err)
+		assert.Less(t, time.Since(began), 10*time.Second, "bad credentials are not retried for long")
+		assert.Contains(t, strings.ToLower(string(out)), "authorization")
+		assert.NotContains(t, string(out), password)
+	})
+}
+
+func nkeyOption(t *testing.T, seedFile string) nats.Option {
+	t.Helper()
+	o, err := nats.NkeyOptionFromSeed(seedFile)
+	require.NoError(t, err)
+	return o
+}
