@@ -1,0 +1,165 @@
+//go:build soak
+
+package reliability_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The long variants: go test -tags soak -run Soak -timeout 60m -v ./internal/reliability/
+// SOAK_DURATION (default 10m) and SOAK_RATE (reads per second, default 200)
+// tune the soak.
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// rss returns the resident set size of pid in KiB.
+func rss(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	return 0
+}
+
+// TestSoakSteadyRate runs the consumer at a steady rate with 5% transient
+// failures and 1% permanent ones, sampling its memory.
+func TestSoakSteadyRate(t *testing.T) {
+	duration, rate := envDuration("SOAK_DURATION", 10*time.Minute), envInt("SOAK_RATE", 200)
+	port := freePort(t)
+	fixedServer(t, port, t.TempDir())
+	w := newWorld(t, url(port))
+	e := newEngine(t, func(key string, n int) int {
+		h := 0
+		for _, c := range key {
+			h = h*31 + int(c)
+		}
+		switch {
+		case h%100 == 0:
+			return http.StatusUnprocessableEntity
+		case h%20 == 1 && n == 1:
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--log-level", "info")
+	var mu sync.Mutex
+	var samples []int
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+				mu.Lock()
+				samples = append(samples, rss(c.cmd.Process.Pid))
+				mu.Unlock()
+			}
+		}
+	}()
+	began := time.Now()
+	for i := 0; time.Since(began) < duration; i++ {
+		body, key := read("SOAK", i)
+		w.publishBody("meter.reads.soak", body, key, nil)
+		time.Sleep(time.Second / time.Duration(rate))
+	}
+	w.settled(5 * time.Minute)
+	close(stop)
+	permanent := func(k string) bool {
+		h := 0
+		for _, c := range k {
+			h = h*31 + int(c)
+		}
+		return h%100 == 0
+	}
+	f := w.checkLedger(e, permanent, w.countKeys(permanent))
+	mu.Lock()
+	first, peak, last := samples[0], 0, samples[len(samples)-1]
+	for _, s := range samples {
+		peak = max(peak, s)
+	}
+	mu.Unlock()
+	t.Logf("SOAK %s at %d/s: RSS first %d KiB, peak %d KiB, last %d KiB", duration, rate, first, peak, last)
+	assert.Less(t, peak, 64<<10, "RSS stays under 64 MiB")
+	f.log(t, "soak")
+}
+
+func (w *world) countKeys(pred func(string) bool) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, k := range w.keys {
+		if pred(k) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSoakLongOutage is scenario 1 with the default retry policy: an
+// outage of ten times the whole retry budget (about 155s).
+func TestSoakLongOutage(t *testing.T) {
+	port := freePort(t)
+	fixedServer(t, port, t.TempDir())
+	w := newWorld(t, url(port))
+	var down sync.Mutex
+	outage := true
+	e := newEngine(t, func(string, int) int {
+		down.Lock()
+		defer down.Unlock()
+		if outage {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	startConsumerDefaults(t, "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
+	began := time.Now()
+	for i := 0; time.Since(began) < envDuration("SOAK_OUTAGE", 155*time.Second); i++ {
+		body, key := read("LONG", i)
+		w.publishBody("meter.reads.long", body, key, nil)
+		time.Sleep(50 * time.Millisecond)
+	}
+	down.Lock()
+	outage = false
+	down.Unlock()
+	recovered := time.Now()
+	w.settled(10 * time.Minute)
+	f := w.checkLedger(e, nil, 0)
+	f.Recovery = time.Since(recovered)
+	f.log(t, "long-outage")
+}
+
+// startConsumerDefaults runs the consumer with its default policy.
+func startConsumerDefaults(t *testing.T, args ...string) *proc {
+	saved := fast
+	fast = []string{"--log-format", "json", "--log-level", "debug", "--http-addr", ""}
+	defer func() { fast = saved }()
+	return startConsumer(t, "consumer", args...)
+}
