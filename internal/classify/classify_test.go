@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -229,4 +230,38 @@ func ExampleHTTP_Status() {
 	// 429 transient rate_limited 2s
 	// 503 transient http_503 2s
 	// 418 transient http_4xx 2s
+}
+
+func FuzzStatus(f *testing.F) {
+	for _, code := range []int{200, 204, 400, 422, 429, 500, 503, 0, -1, 999} {
+		f.Add(code, "2")
+	}
+	f.Add(503, "Mon, 30 Nov 2026 07:00:10 GMT")
+	h, err := classify.NewHTTP(nil, func() time.Time { return time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC) })
+	if err != nil {
+		f.Fatal(err)
+	}
+	causes := map[classify.Cause]bool{}
+	for _, c := range classify.Causes() {
+		causes[c] = true
+	}
+	f.Fuzz(func(t *testing.T, code int, retryAfter string) {
+		err := h.Status(code, retryAfter)
+		if code >= 200 && code <= 299 {
+			if err != nil {
+				t.Fatalf("%d: %v", code, err)
+			}
+			return
+		}
+		ce := classify.Of(err)
+		if ce == nil || !causes[ce.Cause] {
+			t.Fatalf("%d: cause outside the closed set: %v", code, ce)
+		}
+		if ce.Class == classify.Permanent && !slices.Contains(classify.DefaultPermanentStatuses, code) {
+			t.Fatalf("%d classified permanent", code)
+		}
+		if ce.RetryAfter < 0 || ce.RetryAfter > 24*time.Hour {
+			t.Fatalf("retry-after %v out of range", ce.RetryAfter)
+		}
+	})
 }
