@@ -146,6 +146,9 @@ func (c *Consumer) Consuming() bool { return c.consuming.Load() }
 // Held reports how many NAKed reads wait out their retry delay in this process.
 func (c *Consumer) Held() int { return c.delayer.size() }
 
+// PullExpiry is how long one pull request waits on the server.
+const PullExpiry = 5 * time.Second
+
 // ErrConsumeStopped is returned by Run when JetStream ended the
 // subscription on its own (for example, the durable consumer was deleted).
 var ErrConsumeStopped = errors.New("consuming stopped by the server")
@@ -208,6 +211,10 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	p := newPuller(cons, dispatch,
 		jetstream.PullMaxMessages(c.o.PullBatch),
+		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
+		// that a lost pull (a consumer leader failover, a reconnect) is
+		// noticed in 5s instead of the default 30s.
+		jetstream.PullExpiry(PullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("consume", slog.Any("error", err))
 		}))
