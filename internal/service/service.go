@@ -34,6 +34,9 @@ type Deps struct {
 	Started func(httpAddr string)
 }
 
+// DrainTimeout bounds the connection drain that follows a graceful stop.
+const DrainTimeout = 5 * time.Second
+
 // LagInterval is the mean interval between two readings of the backlog
 // (jittered ±50%, shared by every scrape).
 const LagInterval = 15 * time.Second
@@ -164,7 +167,9 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	<-lagDone
 
 	// Flush every settlement before the connection goes.
-	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+	// Draining only flushes what is already settled: it is quick, and bounded
+	// so that a whole stop stays within shutdown.timeout + DrainTimeout.
+	drainCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
 	if err := drain(drainCtx, nc); err != nil {
 		log.Warn("drain", slog.Any("error", err))

@@ -195,6 +195,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	dispatch := func(msg jetstream.Msg) {
 		for {
+			changed := c.breakerChanged() // before the check, so no transition is missed
 			if c.paused() {
 				c.delayer.park(msg) // kept alive until the breaker lets reads through
 				return
@@ -205,7 +206,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 			case <-hard.Done():
 				c.settleError("nak", msg.Nak())
 				return
-			case <-c.breakerChanged():
+			case <-changed:
 			}
 		}
 	}

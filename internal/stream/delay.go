@@ -33,6 +33,7 @@ type delayer struct {
 	byMsg  map[jetstream.Msg]*held // parked reads, to unpark them
 	parked atomic.Int64            // len(byMsg), read without the lock
 	wake   chan struct{}
+	parkCh chan struct{} // signalled on every park
 }
 
 // never is the due time of a parked read: it is only kept alive.
@@ -53,7 +54,8 @@ func (h *held) next() time.Time {
 }
 
 func newDelayer(keepEvery time.Duration, now func() time.Time, onErr func(string, error), onSize func(int)) *delayer {
-	return &delayer{keepEvery: keepEvery, now: now, onErr: onErr, onSize: onSize, wake: make(chan struct{}, 1)}
+	return &delayer{keepEvery: keepEvery, now: now, onErr: onErr, onSize: onSize,
+		wake: make(chan struct{}, 1), parkCh: make(chan struct{}, 1)}
 }
 
 // hold keeps msg until delay has passed. A delay of zero NAKs at once.
@@ -94,6 +96,10 @@ func (d *delayer) park(msg jetstream.Msg) {
 	n := len(d.items)
 	d.mu.Unlock()
 	d.onSize(n)
+	select {
+	case d.parkCh <- struct{}{}:
+	default:
+	}
 	if first {
 		select {
 		case d.wake <- struct{}{}:

@@ -62,6 +62,7 @@ func (c *Consumer) followBreaker(ctx context.Context, p *puller, unparked chan<-
 		}
 		select {
 		case <-changed:
+		case <-c.delayer.parkCh: // parked after the tokens were counted: count again
 		case <-ctx.Done():
 			return
 		}
