@@ -1,0 +1,235 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const dashboardPath = "grafana/meter-consumer.json"
+
+type dsRef struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+type panel struct {
+	ID          int    `json:"id"`
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Datasource  *dsRef `json:"datasource"`
+	GridPos     struct {
+		H, W, X, Y int
+	} `json:"gridPos"`
+	Targets []struct {
+		RefID      string `json:"refId"`
+		Expr       string `json:"expr"`
+		Datasource *dsRef `json:"datasource"`
+		Format     string `json:"format"`
+		Instant    bool   `json:"instant"`
+	} `json:"targets"`
+	FieldConfig struct {
+		Defaults struct {
+			Unit     string `json:"unit"`
+			Mappings []struct {
+				Type    string `json:"type"`
+				Options map[string]struct {
+					Text string `json:"text"`
+				} `json:"options"`
+			} `json:"mappings"`
+		} `json:"defaults"`
+	} `json:"fieldConfig"`
+	Panels []panel `json:"panels"` // a collapsed row's
+}
+
+type dashboard struct {
+	ID            *int   `json:"id"`
+	UID           string `json:"uid"`
+	Title         string `json:"title"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Templating    struct {
+		List []struct {
+			Name       string `json:"name"`
+			Type       string `json:"type"`
+			Query      any    `json:"query"`
+			Datasource *dsRef `json:"datasource"`
+			Multi      bool   `json:"multi"`
+			IncludeAll bool   `json:"includeAll"`
+			AllValue   string `json:"allValue"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []panel `json:"panels"`
+}
+
+// allPanels returns the panels that show data (rows left out, collapsed
+// rows' panels included).
+func (d dashboard) allPanels() []panel {
+	var out []panel
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			out = append(out, p.Panels...)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
+	data, err := os.ReadFile(filepath.FromSlash(dashboardPath))
+	require.NoError(t, err)
+	var d dashboard
+	require.NoError(t, json.Unmarshal(data, &d))
+	return d
+}
+
+// TestDashboardImportable: the JSON is a dashboard Grafana imports as is:
+// no id, a fixed uid, a datasource variable every panel and query uses, and
+// job and instance variables.
+func TestDashboardImportable(t *testing.T) {
+	d := readDashboard(t)
+	assert.Nil(t, d.ID, "an imported dashboard gets its id from Grafana")
+	assert.Equal(t, "meter-consumer", d.UID)
+	assert.NotEmpty(t, d.Title)
+	assert.GreaterOrEqual(t, d.SchemaVersion, 36, "datasource references by uid")
+
+	vars := map[string]int{}
+	for i, v := range d.Templating.List {
+		vars[v.Name] = i
+	}
+	require.Contains(t, vars, "datasource")
+	ds := d.Templating.List[vars["datasource"]]
+	assert.Equal(t, "datasource", ds.Type)
+	assert.Equal(t, "prometheus", ds.Query)
+	for _, name := range []string{"job", "instance"} {
+		require.Contains(t, vars, name)
+		v := d.Templating.List[vars[name]]
+		assert.Equal(t, "query", v.Type, name)
+		require.NotNil(t, v.Datasource, name)
+		assert.Equal(t, "${datasource}", v.Datasource.UID, name)
+		_, ok := labelValuesSelector(v.Query)
+		assert.True(t, ok, "%s: %v", name, v.Query)
+	}
+	inst := d.Templating.List[vars["instance"]]
+	assert.True(t, inst.Multi && inst.IncludeAll, "instance: several replicas or all")
+	assert.Equal(t, ".*", inst.AllValue)
+
+	ids := map[int]bool{}
+	titles := map[string]bool{}
+	for _, p := range d.Panels {
+		assert.False(t, ids[p.ID], "panel id %d twice", p.ID)
+		ids[p.ID] = true
+		assert.True(t, p.GridPos.X >= 0 && p.GridPos.W > 0 && p.GridPos.X+p.GridPos.W <= 24, "%s: inside the 24 columns", p.Title)
+	}
+	for _, p := range d.allPanels() {
+		assert.False(t, titles[p.Title], "panel title %q twice", p.Title)
+		titles[p.Title] = true
+		assert.NotEmpty(t, p.Description, "%s: say what the panel shows", p.Title)
+		require.NotNil(t, p.Datasource, p.Title)
+		assert.Equal(t, dsRef{"prometheus", "${datasource}"}, *p.Datasource, p.Title)
+		require.NotEmpty(t, p.Targets, p.Title)
+		refs := map[string]bool{}
+		for _, tg := range p.Targets {
+			assert.NotEmpty(t, tg.Expr, p.Title)
+			assert.False(t, refs[tg.RefID], "%s: refId %s twice", p.Title, tg.RefID)
+			refs[tg.RefID] = true
+			require.NotNil(t, tg.Datasource, p.Title)
+			assert.Equal(t, "${datasource}", tg.Datasource.UID, p.Title)
+		}
+	}
+	assertNoOverlap(t, d.Panels)
+}
+
+func assertNoOverlap(t *testing.T, ps []panel) {
+	t.Helper()
+	for i, a := range ps {
+		for _, b := range ps[i+1:] {
+			ga, gb := a.GridPos, b.GridPos
+			if ga.X < gb.X+gb.W && gb.X < ga.X+ga.W && ga.Y < gb.Y+gb.H && gb.Y < ga.Y+ga.H {
+				t.Errorf("panels %q and %q overlap", a.Title, b.Title)
+			}
+		}
+	}
+}
+
+var consumerSelector = regexp.MustCompile(`\b((?:meter_consumer|process|go)_[a-z0-9_]+|up)\b(\{[^}]*\})?`)
+
+// TestDashboardFiltersByJobAndInstance: every series the dashboard selects is
+// filtered by the job and instance variables.
+func TestDashboardFiltersByJobAndInstance(t *testing.T) {
+	d := readDashboard(t)
+	for _, p := range d.allPanels() {
+		for _, tg := range p.Targets {
+			for _, m := range consumerSelector.FindAllStringSubmatch(tg.Expr, -1) {
+				assert.Contains(t, m[2], `job="$job"`, "%s: %s", p.Title, m[0])
+				assert.Contains(t, m[2], `instance=~"$instance"`, "%s: %s", p.Title, m[0])
+			}
+		}
+	}
+}
+
+// TestDashboardPanels: the panels the operations guide describes are there,
+// each on the metric it is about.
+func TestDashboardPanels(t *testing.T) {
+	d := readDashboard(t)
+	byTitle := map[string]panel{}
+	for _, p := range d.allPanels() {
+		byTitle[p.Title] = p
+	}
+	want := []struct {
+		title, typ string
+		exprs      []string // each must appear in one of the panel's queries
+	}{
+		{"Throughput by outcome", "timeseries", []string{"rate(meter_consumer_messages_total{", "by (outcome)"}},
+		{"Failure causes", "timeseries", []string{"meter_consumer_failures_total{", "by (class, cause)"}},
+		{"Retry delay", "heatmap", []string{"meter_consumer_retry_delay_seconds_bucket{", "by (le)"}},
+		{"Delivery attempt at settlement", "bargauge", []string{"meter_consumer_delivery_attempt_bucket{", "by (le)"}},
+		{"Dead letters by reason", "timeseries", []string{"meter_consumer_dead_letters_total{", "by (reason)"}},
+		{"In flight", "timeseries", []string{"meter_consumer_in_flight{"}},
+		{"Reads held for a retry", "timeseries", []string{"meter_consumer_retry_held{"}},
+		{"Breaker state by replica", "state-timeline", []string{"meter_consumer_breaker_state{", "by (instance)"}},
+		{"Breaker transitions", "timeseries", []string{"meter_consumer_breaker_transitions_total{", "by (to)"}},
+		{"Backlog", "timeseries", []string{"meter_consumer_pending_messages{", "meter_consumer_ack_pending_messages{"}},
+		{"Backlog trend", "timeseries", []string{"deriv(meter_consumer_pending_messages{"}},
+		{"Dead-letter stream size", "timeseries", []string{"meter_consumer_dead_letter_stream_messages{"}},
+		{"Handle duration percentiles", "timeseries", []string{"histogram_quantile(0.5,", "histogram_quantile(0.9,", "histogram_quantile(0.99,", "meter_consumer_handle_duration_seconds_bucket{"}},
+		{"Dead-letter publish errors", "timeseries", []string{"meter_consumer_dead_letter_publish_errors_total{"}},
+		{"Settle errors by operation", "timeseries", []string{"meter_consumer_settle_errors_total{", "by (op)"}},
+		{"Throughput by replica", "timeseries", []string{"by (instance)"}},
+		{"Resident memory by replica", "timeseries", []string{"process_resident_memory_bytes{"}},
+	}
+	for _, w := range want {
+		p, ok := byTitle[w.title]
+		if !assert.True(t, ok, "no panel %q", w.title) {
+			continue
+		}
+		assert.Equal(t, w.typ, p.Type, w.title)
+		var all strings.Builder
+		for _, tg := range p.Targets {
+			all.WriteString(tg.Expr + "\n")
+		}
+		for _, e := range w.exprs {
+			assert.Contains(t, all.String(), e, w.title)
+		}
+	}
+	for _, title := range []string{"Retry delay", "Delivery attempt at settlement"} {
+		for _, tg := range byTitle[title].Targets {
+			assert.Equal(t, "heatmap", tg.Format, "%s: buckets shown as a distribution, not cumulative", title)
+		}
+	}
+	breaker := byTitle["Breaker state by replica"]
+	require.Len(t, breaker.FieldConfig.Defaults.Mappings, 1)
+	texts := map[string]string{}
+	for k, v := range breaker.FieldConfig.Defaults.Mappings[0].Options {
+		texts[k] = v.Text
+	}
+	assert.Equal(t, map[string]string{"0": "closed", "1": "open", "2": "half-open"}, texts)
+}

@@ -1,0 +1,216 @@
+package deploy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+const (
+	alertsPath     = "prometheus/alerts.yaml"
+	alertsTestPath = "prometheus/alerts_test.yaml"
+	operationsPath = "../docs/OPERATIONS.md"
+	runbookBase    = "https://github.com/meterline/meter-consumer/blob/main/docs/OPERATIONS.md#"
+)
+
+func alerts(t *testing.T) []rule {
+	t.Helper()
+	var out []rule
+	for _, g := range readRules(t, filepath.FromSlash(alertsPath)) {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out = append(out, r)
+			}
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// promtool runs promtool with args from the deploy directory, or skips the
+// test when it is not installed (CI installs it: .ci/run).
+func promtool(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed (apt-get install prometheus)")
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	promtool(t, "check", "rules", filepath.FromSlash(alertsPath))
+}
+
+func TestPromtoolTestRules(t *testing.T) {
+	out := promtool(t, "test", "rules", filepath.FromSlash(alertsTestPath))
+	assert.Contains(t, out, "SUCCESS")
+}
+
+func TestPromtoolCheckConfig(t *testing.T) {
+	promtool(t, "check", "config", filepath.FromSlash("prometheus/prometheus.yml"))
+}
+
+// TestAlertsAreTestedBothWays: alerts_test.yaml has, for every alert, a case
+// where it fires and one where it does not.
+func TestAlertsAreTestedBothWays(t *testing.T) {
+	data, err := os.ReadFile(filepath.FromSlash(alertsTestPath))
+	require.NoError(t, err)
+	var file struct {
+		Tests []struct {
+			Name      string `yaml:"name"`
+			AlertTest []struct {
+				Alertname string `yaml:"alertname"`
+				ExpAlerts []any  `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &file))
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range file.Tests {
+		for _, at := range tc.AlertTest {
+			if len(at.ExpAlerts) > 0 {
+				fires[at.Alertname] = true
+			} else {
+				quiet[at.Alertname] = true
+			}
+		}
+	}
+	for _, a := range alerts(t) {
+		assert.True(t, fires[a.Alert], "%s: no test where it fires", a.Alert)
+		assert.True(t, quiet[a.Alert], "%s: no test where it does not fire", a.Alert)
+	}
+}
+
+// TestAlertsCarryTheirRunbook: every alert has a severity, a summary, a
+// description, a one-line runbook and a runbook_url whose anchor is a
+// section of docs/OPERATIONS.md.
+func TestAlertsCarryTheirRunbook(t *testing.T) {
+	doc, err := os.ReadFile(operationsPath)
+	require.NoError(t, err)
+	anchors := markdownAnchors(string(doc))
+	names := map[string]bool{}
+	for _, a := range alerts(t) {
+		assert.False(t, names[a.Alert], "%s twice", a.Alert)
+		names[a.Alert] = true
+		assert.Regexp(t, `^MeterConsumer[A-Z][A-Za-z]+$`, a.Alert)
+		assert.Contains(t, []string{"critical", "warning"}, a.Labels["severity"], a.Alert)
+		for _, k := range []string{"summary", "description", "runbook", "runbook_url"} {
+			assert.NotEmpty(t, a.Annotations[k], "%s: annotation %s", a.Alert, k)
+		}
+		url := a.Annotations["runbook_url"]
+		anchor, ok := strings.CutPrefix(url, runbookBase)
+		if assert.True(t, ok, "%s: runbook_url %s points into docs/OPERATIONS.md", a.Alert, url) {
+			assert.Equal(t, strings.ToLower(a.Alert), anchor, a.Alert)
+			assert.True(t, anchors[anchor], "%s: docs/OPERATIONS.md has no section #%s", a.Alert, anchor)
+		}
+	}
+}
+
+var heading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
+
+// markdownAnchors returns the anchors GitHub gives the headings of a
+// Markdown document: lower case, punctuation dropped, spaces to hyphens.
+func markdownAnchors(doc string) map[string]bool {
+	out := map[string]bool{}
+	inFence := false
+	for line := range strings.SplitSeq(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+			continue
+		}
+		m := heading.FindStringSubmatch(line)
+		if inFence || m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
+}
+
+func TestMarkdownAnchors(t *testing.T) {
+	got := markdownAnchors("# Operations\n## Reading the dashboard\n```\n# not a heading\n```\n### MeterConsumerDown\n## Scale: KEDA, `MaxAckPending`\n")
+	assert.Equal(t, map[string]bool{"operations": true, "reading-the-dashboard": true, "meterconsumerdown": true,
+		"scale-keda-maxackpending": true}, got)
+}
+
+// TestAlertsSelectTheJob: every series an alert selects is restricted to the
+// job meter-consumer, so another job's metrics can neither fire nor hide it.
+func TestAlertsSelectTheJob(t *testing.T) {
+	for _, a := range alerts(t) {
+		ms := consumerSelector.FindAllStringSubmatch(a.Expr, -1)
+		require.NotEmpty(t, ms, a.Alert)
+		for _, m := range ms {
+			assert.Contains(t, m[2], `job="meter-consumer"`, "%s: %s", a.Alert, m[0])
+		}
+	}
+}
+
+// TestPrometheusRuleMatchesAlerts: the PrometheusRule for the operator holds
+// exactly the groups of alerts.yaml.
+func TestPrometheusRuleMatchesAlerts(t *testing.T) {
+	m := load(t)
+	want := readRules(t, filepath.FromSlash(alertsPath))
+	assert.Equal(t, want, m.rule.Spec.Groups)
+	// and it is the same text, indented, so a diff shows what drifted
+	data, err := os.ReadFile(filepath.FromSlash(alertsPath))
+	require.NoError(t, err)
+	groups := data[bytes.Index(data, []byte("groups:")):]
+	cr, err := os.ReadFile(filepath.Join(k8sDir, "prometheusrule.yaml"))
+	require.NoError(t, err)
+	var indented strings.Builder
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(groups), "\n"), "\n") {
+		if line != "" {
+			indented.WriteString("  " + line)
+		}
+		indented.WriteString("\n")
+	}
+	assert.True(t, strings.HasSuffix(string(cr), "spec:\n"+indented.String()),
+		"prometheusrule.yaml must end with alerts.yaml's groups indented under spec:")
+}
+
+// TestOperationsLinks: the guide's own links and the dashboard's link to it
+// point at sections that exist.
+func TestOperationsLinks(t *testing.T) {
+	doc, err := os.ReadFile(operationsPath)
+	require.NoError(t, err)
+	anchors := markdownAnchors(string(doc))
+	links := regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(string(doc), -1)
+	require.NotEmpty(t, links)
+	for _, l := range links {
+		assert.True(t, anchors[l[1]], "docs/OPERATIONS.md links to #%s, which is no section", l[1])
+	}
+	data, err := os.ReadFile(filepath.FromSlash(dashboardPath))
+	require.NoError(t, err)
+	var d struct {
+		Links []struct{ URL string }
+	}
+	require.NoError(t, json.Unmarshal(data, &d))
+	require.NotEmpty(t, d.Links)
+	for _, l := range d.Links {
+		anchor, ok := strings.CutPrefix(l.URL, runbookBase)
+		if assert.True(t, ok, l.URL) {
+			assert.True(t, anchors[anchor], "the dashboard links to #%s, which is no section", anchor)
+		}
+	}
+}

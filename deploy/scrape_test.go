@@ -1,0 +1,333 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRealScrape runs the real binary in demo mode (an embedded NATS server,
+// a simulated head-end and rate engine) and a real Prometheus server that
+// scrapes it every second with the alert rules loaded, then checks that:
+// the metrics page passes promtool check metrics; every metric the dashboard
+// and the rules name is on it; Prometheus ingests the series; every
+// dashboard query and variable evaluates without error (the main ones with
+// data); every alert rule evaluates without error and MeterConsumerDown is
+// quiet. Skipped when the prometheus binary is not installed (CI installs it).
+func TestRealScrape(t *testing.T) {
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus is not installed (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	bin := buildConsumer(t, dir)
+
+	httpAddr := "127.0.0.1:" + freePort(t)
+	consumer := start(t, "consumer", bin, cleanEnv(),
+		"--demo", "--data-dir", filepath.Join(dir, "nats"),
+		"--nats-listen", "127.0.0.1:"+freePort(t), "--http-addr", httpAddr, "--log-format", "json")
+	require.Eventually(t, func() bool {
+		code, _ := get(t, "http://"+httpAddr+"/readyz")
+		return code == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond, "the consumer never became ready:\n%s", consumer.logs())
+
+	// The metrics page: clean for promtool, and holds every name we use.
+	code, body := get(t, "http://"+httpAddr+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	if promtoolBin, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtoolBin, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "promtool check metrics")
+		assert.Empty(t, strings.TrimSpace(string(out)), "promtool check metrics")
+	} else {
+		t.Log("promtool is not installed: the metrics page is not linted")
+	}
+	onPage := pageNames(body)
+	rules, _ := ruleExpressions(t)
+	for _, e := range append(dashboardExpressions(t), rules...) {
+		for _, n := range metricNames(e.expr) {
+			assert.True(t, onPage[n] || scrapeSeries[n], "%s: %s is not on the real /metrics page", e.where, n)
+		}
+	}
+
+	// Prometheus, scraping every second, with the alert rules.
+	alertsFile, err := filepath.Abs(filepath.FromSlash(alertsPath))
+	require.NoError(t, err)
+	promAddr := "127.0.0.1:" + freePort(t)
+	promCfg := filepath.Join(dir, "prom.yml")
+	require.NoError(t, os.WriteFile(promCfg, fmt.Appendf(nil, `global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+  - job_name: meter-consumer
+    static_configs:
+      - targets: [%q]
+`, alertsFile, httpAddr), 0o600))
+	prom := start(t, "prometheus", promBin, nil, "--config.file="+promCfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
+	api := "http://" + promAddr + "/api/v1/"
+
+	require.Eventually(t, func() bool {
+		res, err := query(t, api, "meter_consumer_messages_total")
+		return err == nil && len(res) > 0
+	}, 60*time.Second, 250*time.Millisecond, "Prometheus never ingested meter_consumer_messages_total:\n%s", prom.logs())
+	require.Eventually(t, func() bool {
+		res, err := query(t, api, `sum(rate(meter_consumer_messages_total{outcome="ack"}[5s])) > 0`)
+		return err == nil && len(res) > 0
+	}, 30*time.Second, 250*time.Millisecond, "the demo's reads are never acked:\n%s", consumer.logs())
+
+	// Every dashboard query evaluates; the main panels have data.
+	subst := strings.NewReplacer("$__rate_interval", "5s", "$__range", "1m", "$job", "meter-consumer", "$instance", ".*")
+	withData := map[string]bool{
+		"Throughput by outcome": true, "Failure causes": true, "In flight": true, "Breaker state by replica": true,
+		"Backlog": true, "Handle duration percentiles": true, "Resident memory by replica": true, "Settled reads/s": true,
+		"Retry delay": true, "Delivery attempt at settlement": true,
+	}
+	for _, p := range readDashboard(t).allPanels() {
+		for _, tg := range p.Targets {
+			q := subst.Replace(tg.Expr)
+			if !withData[p.Title] {
+				_, err := query(t, api, q)
+				assert.NoError(t, err, "%s: %s", p.Title, q)
+				continue
+			}
+			var res []json.RawMessage
+			assert.Eventually(t, func() bool {
+				res, err = query(t, api, q)
+				return err == nil && len(res) > 0
+			}, 15*time.Second, 250*time.Millisecond, "%s: %s: no data (%v)", p.Title, q, err)
+		}
+	}
+	for _, v := range []struct{ label, match, want string }{
+		{"job", "meter_consumer_messages_total", "meter-consumer"},
+		{"instance", `meter_consumer_messages_total{job="meter-consumer"}`, httpAddr},
+	} {
+		var got struct {
+			Status string   `json:"status"`
+			Data   []string `json:"data"`
+		}
+		code, body := get(t, api+"label/"+v.label+"/values?"+url.Values{"match[]": {v.match}}.Encode())
+		require.Equal(t, http.StatusOK, code, body)
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		assert.Contains(t, got.Data, v.want, "variable %s", v.label)
+	}
+
+	// Every alert rule evaluates cleanly; with a replica up, none is
+	// firing, and MeterConsumerDown is not even pending.
+	type ruleState struct {
+		Name, Health, LastError, State, Type string
+		LastEvaluation                       time.Time
+	}
+	var states []ruleState
+	require.Eventually(t, func() bool {
+		code, body := get(t, api+"rules")
+		if code != http.StatusOK {
+			return false
+		}
+		var got struct {
+			Data struct {
+				Groups []struct{ Rules []ruleState }
+			}
+		}
+		if json.Unmarshal([]byte(body), &got) != nil {
+			return false
+		}
+		states = states[:0]
+		for _, g := range got.Data.Groups {
+			states = append(states, g.Rules...)
+		}
+		for _, s := range states {
+			if s.LastEvaluation.IsZero() || s.Name == "MeterConsumerDown" && s.State != "inactive" {
+				return false
+			}
+		}
+		return len(states) > 0
+	}, 20*time.Second, 250*time.Millisecond, "rules: %+v", &states)
+	assert.Len(t, states, len(alerts(t)))
+	for _, s := range states {
+		assert.Equal(t, "ok", s.Health, "%s: %s", s.Name, s.LastError)
+		assert.NotEqual(t, "firing", s.State, s.Name)
+	}
+
+	// Stop both, gracefully.
+	prom.stop(t)
+	consumer.stop(t)
+	assert.Contains(t, consumer.logs(), "stopped cleanly")
+}
+
+// buildConsumer builds cmd/consumer into dir, with the default flags: go vet
+// ./... (run before the tests in .ci/run) has already compiled its packages
+// that way, so the build is mostly served by the cache.
+func buildConsumer(t *testing.T, dir string) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	require.NoError(t, err)
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	require.FileExists(t, filepath.Join(root, "go.mod"))
+	bin := filepath.Join(dir, "consumer")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/consumer")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/consumer:\n%s", out)
+	return bin
+}
+
+// cleanEnv is the test's environment without the consumer's own variables,
+// so a NATS_URL or CONSUMER_* of the machine cannot redirect the demo.
+func cleanEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "NATS_") || strings.HasPrefix(kv, "CONSUMER_")
+	})
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	require.NoError(t, err)
+	return port
+}
+
+var client = &http.Client{Timeout: 5 * time.Second}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	resp, err := client.Get(u)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(b)
+}
+
+// query runs an instant query and returns its result vector.
+func query(t *testing.T, api, q string) ([]json.RawMessage, error) {
+	t.Helper()
+	code, body := get(t, api+"query?"+url.Values{"query": {q}}.Encode())
+	var got struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string            `json:"resultType"`
+			Result     []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		return nil, fmt.Errorf("HTTP %d: %s", code, body)
+	}
+	if got.Status != "success" {
+		return nil, fmt.Errorf("%s: %s", got.Status, got.Error)
+	}
+	return got.Data.Result, nil
+}
+
+// pageNames returns the series names on a text-format metrics page.
+func pageNames(body string) map[string]bool {
+	out := map[string]bool{}
+	for line := range strings.SplitSeq(body, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			out[line[:i]] = true
+		}
+	}
+	return out
+}
+
+// proc is a started process whose output is kept for the failure message.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func start(t *testing.T, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	require.NoError(t, p.cmd.Start(), name)
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits for the process to exit (killing it after
+// 20 seconds).
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM), p.name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	select {
+	case <-p.done:
+		assert.True(t, p.cmd.ProcessState.Success(), "%s exited with %v:\n%s", p.name, p.cmd.ProcessState, p.logs())
+	case <-ctx.Done():
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("%s did not stop within 20s of SIGTERM:\n%s", p.name, p.logs())
+	}
+}
+
+func (p *proc) logs() string {
+	s := p.out.String()
+	if len(s) > 8000 {
+		s = "…" + s[len(s)-8000:]
+	}
+	return s
+}
