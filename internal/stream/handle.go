@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -106,51 +104,6 @@ func (c *Consumer) handle(run, ctx context.Context, msg jetstream.Msg) {
 	default:
 		c.retryLater(ctx, msg, md, ce, c.o.Policy.DelayWithFloor(attempt, c.o.Rand, ce.RetryAfter), start)
 	}
-}
-
-// unstoredCopy remembers the outcome of a read whose dead-letter copy was not
-// confirmed, so that its redelivery to this replica is dead-lettered with
-// the same reason and cause. A redelivery to another replica past the
-// attempt budget is dead-lettered as exhausted, cause unsettled.
-type unstoredCopy struct {
-	reason dlq.Reason
-	ce     *classify.Error
-}
-
-// maxUnstored bounds the memory of unstored copies: an entry is only taken
-// back when the redelivery lands on this replica.
-const maxUnstored = 10000
-
-type unstoredCopies struct {
-	n  atomic.Int64 // len(m), read without the lock on the hot path
-	mu sync.Mutex
-	m  map[uint64]unstoredCopy
-}
-
-func (u *unstoredCopies) put(seq uint64, c unstoredCopy) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.m == nil {
-		u.m = make(map[uint64]unstoredCopy)
-	}
-	if _, dup := u.m[seq]; !dup && len(u.m) < maxUnstored {
-		u.m[seq] = c
-		u.n.Add(1)
-	}
-}
-
-func (u *unstoredCopies) take(seq uint64) (unstoredCopy, bool) {
-	if u.n.Load() == 0 {
-		return unstoredCopy{}, false
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	c, ok := u.m[seq]
-	if ok {
-		delete(u.m, seq)
-		u.n.Add(-1)
-	}
-	return c, ok
 }
 
 var errBreakerWait = errors.New("shutting down while the breaker holds the read")
@@ -264,43 +217,4 @@ func (c *Consumer) attrs(msg jetstream.Msg, md *jetstream.MsgMetadata, ce *class
 		a = append(a, slog.Duration("delay", delay))
 	}
 	return a
-}
-
-// keepAlive sends InProgress while a read is being handled, so slow work is
-// not redelivered under our feet: every AckWait/2, and the first one early
-// enough to cover the time the message may have waited in the client buffer
-// before a worker took it (at most about one handler timeout).
-func (c *Consumer) keepAlive(msg jetstream.Msg) *keeper {
-	every := c.o.AckWait / 2
-	first := min(every, max(c.o.AckWait-c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
-	k := &keeper{msg: msg, every: every, onErr: c.settleError}
-	k.t = time.AfterFunc(first, k.tick)
-	return k
-}
-
-type keeper struct {
-	msg   jetstream.Msg
-	every time.Duration
-	onErr func(string, error)
-
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-}
-
-func (k *keeper) tick() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.stopped {
-		return
-	}
-	k.onErr("in_progress", k.msg.InProgress())
-	k.t.Reset(k.every)
-}
-
-func (k *keeper) stop() {
-	k.mu.Lock()
-	k.stopped = true
-	k.mu.Unlock()
-	k.t.Stop()
 }
