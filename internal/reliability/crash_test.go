@@ -3,7 +3,7 @@ package reliability_test
 import (
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,16 +16,7 @@ func TestOutageTenTimesTheRetryBudget(t *testing.T) {
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
-	var down sync.Mutex
-	outage := true
-	e := newEngine(t, func(string, int) int {
-		down.Lock()
-		defer down.Unlock()
-		if outage {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusOK
-	})
+	e, heal := outageEngine(t)
 	// Budget: 50+100+200+400+400ms ceilings, under 1.2s; the outage lasts 12s.
 	startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL,
 		"--breaker-window", "2s", "--breaker-min-calls", "5", "--breaker-cool-down", "500ms",
@@ -36,9 +27,7 @@ func TestOutageTenTimesTheRetryBudget(t *testing.T) {
 		w.publishBody("meter.reads.OUT", body, key, nil)
 		time.Sleep(40 * time.Millisecond)
 	}
-	down.Lock()
-	outage = false
-	down.Unlock()
+	heal()
 	recovered := time.Now()
 	w.settled(60 * time.Second)
 	f := w.checkLedger(e, nil, 0)
@@ -148,4 +137,17 @@ func TestDeadLetterStreamUnavailable(t *testing.T) {
 	f := w.checkLedger(e, func(k string) bool { return strings.HasPrefix(k, "BAD") }, 20)
 	f.Recovery = time.Since(back)
 	f.log(t, "dlq-unavailable")
+}
+
+// outageEngine answers 503 to everything until heal is called.
+func outageEngine(t *testing.T) (e *engine, heal func()) {
+	var down atomic.Bool
+	down.Store(true)
+	e = newEngine(t, func(string, int) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	return e, func() { down.Store(false) }
 }

@@ -129,16 +129,7 @@ func TestSoakLongOutage(t *testing.T) {
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
-	var down sync.Mutex
-	outage := true
-	e := newEngine(t, func(string, int) int {
-		down.Lock()
-		defer down.Unlock()
-		if outage {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusOK
-	})
+	e, heal := outageEngine(t)
 	startConsumerDefaults(t, "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
 	began := time.Now()
 	for i := 0; time.Since(began) < envDuration("SOAK_OUTAGE", 155*time.Second); i++ {
@@ -146,9 +137,7 @@ func TestSoakLongOutage(t *testing.T) {
 		w.publishBody("meter.reads.long", body, key, nil)
 		time.Sleep(50 * time.Millisecond)
 	}
-	down.Lock()
-	outage = false
-	down.Unlock()
+	heal()
 	recovered := time.Now()
 	w.settled(10 * time.Minute)
 	f := w.checkLedger(e, nil, 0)
