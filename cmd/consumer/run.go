@@ -33,6 +33,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		defer stop()
 		return runDLQ(ctx, args[1:], getenv, stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "bench" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runBench(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := config.Load(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		config.Usage(stderr)

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// fanOutWorkers is the pipeline's default Concurrency.
+const fanOutWorkers = 32
+
+// bare starts the baseline: jetstream Consume with a handler that only
+// acks, pulling pull messages at a time.
+func bare(e *env, pull int) starter {
+	return func(ctx context.Context, durable string) (r *running, err error) {
+		labelled(ctx, sideBare, func(ctx context.Context) {
+			var nc *nats.Conn
+			var cons jetstream.Consumer
+			nc, _, cons, err = connect(ctx, e, "bench-bare", durable)
+			if err != nil {
+				return
+			}
+			var cc jetstream.ConsumeContext
+			cc, err = cons.Consume(func(m jetstream.Msg) { _ = m.Ack() }, jetstream.PullMaxMessages(pull))
+			if err != nil {
+				nc.Close()
+				err = fmt.Errorf("consume: %w", err)
+				return
+			}
+			r = consuming(nc, cc, nil)
+		})
+		return r, err
+	}
+}
+
+// fanOut is the bare loop handing each message to 32 goroutines that only
+// ack it: the pipeline's shape without its work. It splits the gap between
+// the bare loop and ours into the hand-off and the rest.
+func fanOut(e *env, pull int) starter {
+	return func(ctx context.Context, durable string) (r *running, err error) {
+		labelled(ctx, sideFanOut, func(ctx context.Context) {
+			nc, _, cons, cerr := connect(ctx, e, "bench-fanout", durable)
+			if cerr != nil {
+				err = cerr
+				return
+			}
+			work, quit := make(chan jetstream.Msg), make(chan struct{})
+			var wg sync.WaitGroup
+			for range fanOutWorkers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case m := <-work:
+							_ = m.Ack()
+						case <-quit:
+							return
+						}
+					}
+				}()
+			}
+			after := func() {
+				close(quit)
+				wg.Wait()
+			}
+			cc, cerr := cons.Consume(func(m jetstream.Msg) {
+				select {
+				case work <- m:
+				case <-quit:
+				}
+			}, jetstream.PullMaxMessages(pull))
+			if cerr != nil {
+				after()
+				nc.Close()
+				err = fmt.Errorf("consume: %w", cerr)
+				return
+			}
+			r = consuming(nc, cc, after)
+		})
+		return r, err
+	}
+}
+
+// consuming wraps a Consume: stop stops it, then calls after (if set) and
+// drains the connection.
+func consuming(nc *nats.Conn, cc jetstream.ConsumeContext, after func()) *running {
+	var once sync.Once
+	var stopErr error
+	return &running{ended: cc.Closed(), stop: func() error {
+		once.Do(func() {
+			cc.Stop()
+			if after != nil {
+				after()
+			}
+			select {
+			case <-cc.Closed():
+			case <-time.After(10 * time.Second):
+				stopErr = errors.New("consume did not stop in 10s")
+			}
+			stopErr = errors.Join(stopErr, drainConn(nc, 10*time.Second))
+		})
+		return stopErr
+	}}
+}

@@ -1,0 +1,123 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/bench"
+	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/service"
+)
+
+// childEnv makes the test binary act as the consumer binary, for the memory
+// scenario's child process.
+const childEnv = "BENCH_TEST_CONSUMER_CHILD=1"
+
+func TestMain(m *testing.M) {
+	if os.Getenv("BENCH_TEST_CONSUMER_CHILD") == "1" {
+		os.Exit(runChild(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runChild is what cmd/consumer does with its flags, minus the log format
+// choice: the service on the configuration the flags give.
+func runChild(args []string) int {
+	cfg, err := config.Load(args, os.Getenv)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: prometheus.NewRegistry()}); err != nil {
+		log.Error("exiting", slog.Any("error", err))
+		return 1
+	}
+	return 0
+}
+
+func TestRunSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every scenario for about ten seconds")
+	}
+	cfg := bench.Smoke()
+	cfg.N, cfg.StormN, cfg.MemoryN, cfg.SteadyFor = 1000, 200, 5000, time.Second
+	cfg.Pulls = []int{32, 64}
+	cfg.Binary, cfg.BinaryEnv = os.Args[0], []string{childEnv}
+	rep, err := bench.Run(t.Context(), cfg)
+	require.NoError(t, err)
+
+	require.NotNil(t, rep.Overhead)
+	require.Len(t, rep.Overhead.Rows, 3, "one row per pull size, and the first with the breaker")
+	for _, row := range rep.Overhead.Rows {
+		assert.Len(t, row.Bare.Runs, 2)
+		assert.Len(t, row.Ours.Runs, 2)
+		assert.Positive(t, row.Ratio)
+	}
+	require.NotNil(t, rep.HTTP)
+	assert.Positive(t, rep.HTTP.Ratio)
+	require.NotNil(t, rep.Storm)
+	assert.Equal(t, 200, rep.Storm.Jitter.Spread.Count, "every read came back once")
+	assert.Equal(t, 200, rep.Storm.Fixed.Spread.Count)
+	assert.Equal(t, 20, rep.Storm.Jitter.Spread.Windows, "a 2s band in 100ms windows")
+	require.NotNil(t, rep.Steady)
+	assert.Positive(t, rep.Steady.Held.Failed)
+	assert.Zero(t, rep.Steady.Held.Missing, "every failed read has its asked delay and its second call")
+	assert.Zero(t, rep.Steady.ServerSide.Missing)
+	require.NotNil(t, rep.Memory)
+	assert.Empty(t, rep.Memory.Child.Skipped)
+	assert.Positive(t, rep.Memory.Child.HWM)
+	assert.Equal(t, "exit status 0", rep.Memory.Child.Exit, "the child stops cleanly on SIGTERM")
+	assert.Positive(t, rep.Memory.Heap.Ours.Peak)
+	require.NotNil(t, rep.Scaling)
+	require.Len(t, rep.Scaling.Rows, 3)
+	assert.Equal(t, []int{1, 2, 4}, []int{rep.Scaling.Rows[0].Instances, rep.Scaling.Rows[1].Instances, rep.Scaling.Rows[2].Instances})
+
+	var table strings.Builder
+	require.NoError(t, bench.WriteTable(&table, rep))
+	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)"} {
+		assert.Contains(t, table.String(), want)
+	}
+	_, err = json.Marshal(rep)
+	require.NoError(t, err)
+}
+
+func TestConfigValidate(t *testing.T) {
+	cfg := bench.Defaults()
+	require.NoError(t, cfg.Validate())
+	cfg.Scenarios = []string{"overhead", "nope"}
+	assert.ErrorContains(t, cfg.Validate(), `unknown scenario "nope"`)
+	cfg = bench.Smoke()
+	cfg.Pulls = nil
+	assert.Error(t, cfg.Validate())
+}
+
+func TestBodyIsAValidReadOfAboutTwoHundredBytes(t *testing.T) {
+	for _, i := range []int{0, 7, 42, 999, 1000, 123456, 9999999, 12345678} {
+		b := bench.Body(i)
+		assert.InDelta(t, 200, len(b), 20, string(b))
+		r, err := meter.Decode(b)
+		require.NoError(t, err, string(b))
+		assert.Equal(t, bench.Key(i), r.IdempotencyKey)
+		got, ok := bench.Index(r.IdempotencyKey)
+		assert.True(t, ok)
+		assert.Equal(t, i, got)
+	}
+	_, ok := bench.Index("MTR-x@2026-11-30T07:00:00Z")
+	assert.False(t, ok)
+}

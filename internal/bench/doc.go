@@ -1,0 +1,27 @@
+// Package bench measures the consumer against bare baselines run in the same
+// process, in the same run, and reports ratios: the machine it runs on is
+// small, shared and noisy, so an absolute figure says little and a ratio to
+// a baseline measured a moment before says much more.
+//
+// Every scenario starts from an in-process NATS server with JetStream
+// (storing in a temporary directory) and meter reads published to it:
+//
+//   - overhead: the full pipeline (stream.New + Run, a no-op sink, real
+//     metrics and a JSON logger) against a bare jetstream Consume loop that
+//     only acks, at several pull sizes;
+//   - http: the pipeline with the real HTTP sink against a bare Go HTTP client
+//     posting the same bodies to the same loopback server;
+//   - storm: reads that all fail once at the same time, redelivered with full
+//     jitter or with a fixed delay (NakWithDelay), and how peaky the
+//     redeliveries are;
+//   - steady: a steady 20% transient failure rate, held in process or NAKed
+//     with NakWithDelay, and the spread and lateness of the redeliveries;
+//   - memory: the consumer binary as a child process draining a large
+//     backlog (VmHWM), and the in-process heap of the pipeline and the bare
+//     loop;
+//   - scaling: 1, 2 and 4 consumer instances on one durable, with the CPU
+//     split between the server and the clients.
+//
+// Run returns a Report; WriteTable prints it. Goroutines started here end
+// with the scenario that started them.
+package bench

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// HTTPResult compares the pipeline posting to a loopback rate engine with a
+// bare Go HTTP client posting the same bodies to it.
+type HTTPResult struct {
+	N           int     `json:"n"`
+	Concurrency int     `json:"concurrency"`
+	Bare        Rate    `json:"bare"`
+	Ours        Rate    `json:"ours"`
+	Ratio       float64 `json:"ratio"`
+}
+
+const httpConcurrency = 32
+
+// runHTTP drains cfg.N/2 reads (HTTP is several times slower than the
+// overhead scenario) through the HTTP sink and posts the same normalised
+// bodies with 32 bare goroutines, alternating, best of two.
+func runHTTP(ctx context.Context, e *env, cfg Config) (*HTTPResult, error) {
+	if err := e.reset(ctx); err != nil {
+		return nil, err
+	}
+	n := max(1, cfg.N/2)
+	last, err := publishBacklog(ctx, e.js, 0, n)
+	if err != nil {
+		return nil, err
+	}
+	bodies, keys := make([][]byte, n), make([]string, n)
+	for i := range n {
+		if bodies[i], keys[i], err = Normalised(i); err != nil {
+			return nil, fmt.Errorf("read %d: %w", i, err)
+		}
+	}
+	var re *rateEngine
+	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(nil, nil) })
+	if err != nil {
+		return nil, err
+	}
+	defer re.close()
+
+	var bareRuns, ourRuns []run
+	for round := range 2 {
+		before := re.calls.Load()
+		r, err := timeRun(n, func() error { return postAll(ctx, re.URL, bodies, keys) })
+		if err != nil {
+			return nil, fmt.Errorf("bare http: %w", err)
+		}
+		if got := re.calls.Load() - before; got != int64(n) {
+			return nil, fmt.Errorf("bare http: the rate engine saw %d calls, want %d", got, n)
+		}
+		bareRuns = append(bareRuns, r)
+
+		before = re.calls.Load()
+		r, err = e.drain(ctx, fmt.Sprintf("http-%d", round), 0, n, last, ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+			sink, err := httpSink(re.URL)
+			return pipelineOptions(js, e.topo, sink, 0), err
+		}))
+		if err != nil {
+			return nil, err
+		}
+		if got := re.calls.Load() - before; got < int64(n) {
+			return nil, fmt.Errorf("pipeline http: the rate engine saw %d calls, want %d", got, n)
+		}
+		ourRuns = append(ourRuns, r)
+	}
+	out := &HTTPResult{N: n, Concurrency: httpConcurrency, Bare: best(bareRuns), Ours: best(ourRuns)}
+	out.Ratio = out.Ours.MsgsPerSec / out.Bare.MsgsPerSec
+	cfg.progress("http: bare %.0f/s, ours %.0f/s, ratio %.2f", out.Bare.MsgsPerSec, out.Ours.MsgsPerSec, out.Ratio)
+	return out, nil
+}
+
+// postAll posts every body with httpConcurrency goroutines sharing one
+// client; it stops at the first error.
+func postAll(ctx context.Context, url string, bodies [][]byte, keys []string) error {
+	p := newPoster(url, httpConcurrency)
+	defer p.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, httpConcurrency)
+	labelled(ctx, sideBare, func(ctx context.Context) {
+		for range httpConcurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < len(bodies) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+					status, err := p.post(ctx, bodies[i], keys[i])
+					if err == nil && status != 200 {
+						err = fmt.Errorf("status %d", status)
+					}
+					if err != nil {
+						errs <- err
+						cancel()
+						return
+					}
+				}
+			}()
+		}
+	})
+	wg.Wait()
+	close(errs)
+	return <-errs
+}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Report is everything one run measured.
+type Report struct {
+	Started   time.Time     `json:"started"`
+	Took      time.Duration `json:"took_ns"`
+	GoVersion string        `json:"go_version"`
+	CPUs      int           `json:"cpus"`
+	Config    RunConfig     `json:"config"`
+
+	Overhead *Overhead   `json:"overhead,omitempty"`
+	HTTP     *HTTPResult `json:"http,omitempty"`
+	Storm    *Storm      `json:"storm,omitempty"`
+	Steady   *Steady     `json:"steady,omitempty"`
+	Memory   *Memory     `json:"memory,omitempty"`
+	Scaling  *Scaling    `json:"scaling,omitempty"`
+}
+
+// RunConfig is the part of Config a report records.
+type RunConfig struct {
+	Scenarios []string      `json:"scenarios"`
+	N         int           `json:"n"`
+	Pulls     []int         `json:"pulls"`
+	StormN    int           `json:"storm_n"`
+	SteadyFor time.Duration `json:"steady_for_ns"`
+	MemoryN   int           `json:"memory_n"`
+}
+
+// steadyRateCap bounds the steady scenario's publish rate.
+const steadyRateCap = 5000
+
+// Run starts an in-process server and runs the scenarios cfg selects, in
+// order, stopping at the first error.
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
+		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, MemoryN: cfg.MemoryN,
+	}}
+	if len(rep.Config.Scenarios) == 0 {
+		rep.Config.Scenarios = Scenarios()
+	}
+	var srv *Server
+	labelled(ctx, sideServer, func(context.Context) { srv, err = StartServer() })
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, srv.Close()) }()
+	e, err := newEnv(srv.URL())
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{ScenarioOverhead, func() (err error) { rep.Overhead, err = runOverhead(ctx, e, cfg); return err }},
+		{ScenarioHTTP, func() (err error) { rep.HTTP, err = runHTTP(ctx, e, cfg); return err }},
+		{ScenarioStorm, func() (err error) { rep.Storm, err = runStorm(ctx, e, cfg); return err }},
+		{ScenarioSteady, func() (err error) { rep.Steady, err = runSteady(ctx, e, cfg, steadyRate(cfg, rep.HTTP)); return err }},
+		{ScenarioMemory, func() (err error) { rep.Memory, err = runMemory(ctx, e, cfg); return err }},
+		{ScenarioScaling, func() (err error) { rep.Scaling, err = runScaling(ctx, e, cfg); return err }},
+	}
+	for _, s := range steps {
+		if !cfg.runs(s.name) {
+			continue
+		}
+		t0 := time.Now()
+		if err := s.run(); err != nil {
+			return rep, fmt.Errorf("bench %s: %w", s.name, err)
+		}
+		cfg.progress("%s done in %s", s.name, time.Since(t0).Round(100*time.Millisecond))
+	}
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+// steadyRate is cfg.SteadyRate, or 70% of the pipeline's HTTP rate, at most
+// steadyRateCap.
+func steadyRate(cfg Config, h *HTTPResult) int {
+	switch {
+	case cfg.SteadyRate > 0:
+		return cfg.SteadyRate
+	case h != nil:
+		return max(1, min(steadyRateCap, int(h.Ours.MsgsPerSec*7/10)))
+	}
+	return steadyRateCap
+}

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// Steady is a steady publish rate of which 20% of the reads (by key hash)
+// fail once, redelivered by the consumer (held in process, plain NAK when
+// due) and by the naive variant (NakWithDelay at once).
+type Steady struct {
+	Rate       int           `json:"rate_per_sec"`
+	For        time.Duration `json:"for_ns"`
+	Published  int           `json:"published"`
+	Policy     string        `json:"policy"`
+	Held       SteadyVariant `json:"held"`
+	ServerSide SteadyVariant `json:"server_side"`
+}
+
+// SteadyVariant is how the failed reads of one variant came back.
+type SteadyVariant struct {
+	Failed  int         `json:"failed"`  // reads that failed once
+	Missing int         `json:"missing"` // failed reads without a second call or an asked delay
+	Spread  Spread      `json:"redeliveries"`
+	Late    Percentiles `json:"lateness"` // second call - first call - asked delay
+}
+
+const steadyMaxAckPending = 20_000
+
+// failsOnce selects 20% of the keys.
+func failsOnce(key string) bool {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return h.Sum32()%5 == 0
+}
+
+func runSteady(ctx context.Context, e *env, cfg Config, rate int) (*Steady, error) {
+	out := &Steady{Rate: rate, For: cfg.SteadyFor, Policy: "retry defaults: base 500ms, cap 30s (first retry in [0, 500ms])"}
+	for _, v := range []struct {
+		name       string
+		serverSide bool
+		to         *SteadyVariant
+	}{{"held", false, &out.Held}, {"server-side", true, &out.ServerSide}} {
+		var err error
+		if *v.to, out.Published, err = steadyVariant(ctx, e, cfg.SteadyFor, rate, v.serverSide); err != nil {
+			return nil, fmt.Errorf("steady %s: %w", v.name, err)
+		}
+		cfg.progress("steady %s: peak/mean %.2f, lateness p50 %s p99 %s", v.name, v.to.Spread.PeakOverMean,
+			v.to.Late.P50.Round(time.Microsecond), v.to.Late.P99.Round(time.Microsecond))
+	}
+	return out, nil
+}
+
+func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serverSide bool) (SteadyVariant, int, error) {
+	if err := e.reset(ctx); err != nil {
+		return SteadyVariant{}, 0, err
+	}
+	var re *rateEngine
+	var err error
+	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(failsOnce, nil) })
+	if err != nil {
+		return SteadyVariant{}, 0, err
+	}
+	defer re.close()
+	const durable = "steady"
+	cons, err := e.durable(ctx, durable, steadyMaxAckPending)
+	if err != nil {
+		return SteadyVariant{}, 0, err
+	}
+	defer e.drop(context.WithoutCancel(ctx), durable)
+	naks := newNakCapture()
+	r, err := ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+		sink, err := httpSink(re.URL)
+		o := pipelineOptions(js, e.topo, sink, 0)
+		o.Policy = retry.DefaultPolicy()
+		o.Logger = slog.New(naks)
+		o.ServerSideDelay = serverSide
+		return o, err
+	})(ctx, durable)
+	if err != nil {
+		return SteadyVariant{}, 0, err
+	}
+	var seqs []uint64
+	labelled(ctx, sidePublisher, func(ctx context.Context) { seqs, err = publishPaced(ctx, e.js, rate, d) })
+	if err == nil && len(seqs) == 0 {
+		err = errors.New("nothing published")
+	}
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		_, err = e.waitAcked(wctx, cons, seqs[len(seqs)-1], 10*time.Millisecond, r.ended)
+		cancel()
+	}
+	if serr := r.stop(); serr != nil {
+		err = errors.Join(err, fmt.Errorf("stop: %w", serr))
+	}
+	if err != nil {
+		return SteadyVariant{}, 0, err
+	}
+	return steadyOutcome(re.keys(), seqs, naks), len(seqs), nil
+}
+
+// steadyOutcome measures the redeliveries of the failed reads against the
+// band they were due in: from the earliest to the latest first call plus
+// its asked delay.
+func steadyOutcome(keys map[string]keyCalls, seqs []uint64, naks *nakCapture) SteadyVariant {
+	var v SteadyVariant
+	var seconds []time.Time
+	var late []time.Duration
+	var firstDue, lastDue time.Time
+	for key, kc := range keys {
+		if !failsOnce(key) {
+			continue
+		}
+		v.Failed++
+		i, ok := Index(key)
+		if !ok || i >= len(seqs) || kc.n < 2 {
+			v.Missing++
+			continue
+		}
+		asked, ok := naks.delay(seqs[i])
+		if !ok {
+			v.Missing++
+			continue
+		}
+		due := kc.first.Add(asked)
+		if len(seconds) == 0 || due.Before(firstDue) {
+			firstDue = due
+		}
+		if len(seconds) == 0 || due.After(lastDue) {
+			lastDue = due
+		}
+		seconds = append(seconds, kc.second)
+		late = append(late, kc.second.Sub(kc.first)-asked)
+	}
+	v.Spread = spreadOf(seconds, spreadWindow, windowsIn(lastDue.Sub(firstDue), spreadWindow))
+	v.Late = percentilesOf(late)
+	return v
+}

@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// Storm is a backlog of reads that all fail once with a 503, redelivered
+// with the consumer's full jitter and with a fixed delay.
+type Storm struct {
+	N             int           `json:"n"`
+	MaxAckPending int           `json:"max_ack_pending"`
+	Band          time.Duration `json:"band_ns"`   // the jitter band, [0, Cap]
+	Window        time.Duration `json:"window_ns"` // 100ms
+	Jitter        StormVariant  `json:"full_jitter"`
+	Fixed         StormVariant  `json:"fixed_delay"`
+}
+
+// StormVariant is how one way of delaying came back.
+type StormVariant struct {
+	Spread    Spread        `json:"redeliveries"`
+	FirstPass time.Duration `json:"first_pass_ns"` // first to last failed call
+	Drain     time.Duration `json:"drain_ns"`      // start to every read acked
+}
+
+const (
+	stormDelay         = 2 * time.Second
+	stormMaxAckPending = 20_000 // every read waiting out its delay holds a slot
+	spreadWindow       = 100 * time.Millisecond
+)
+
+// runStorm publishes cfg.StormN reads; the rate engine answers 503 to the
+// first call of every key and 200 to the next. Each variant drains them on
+// its own durable against its own rate engine.
+func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
+	if err := e.reset(ctx); err != nil {
+		return nil, err
+	}
+	last, err := publishBacklog(ctx, e.js, 0, cfg.StormN)
+	if err != nil {
+		return nil, err
+	}
+	out := &Storm{N: cfg.StormN, MaxAckPending: stormMaxAckPending, Band: stormDelay, Window: spreadWindow}
+	jitter := func(url string) starter {
+		return ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+			sink, err := httpSink(url)
+			o := pipelineOptions(js, e.topo, sink, 0)
+			o.Policy = retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}
+			return o, err
+		})
+	}
+	fixed := func(url string) starter { return nakWithDelay(e, url, stormDelay) }
+	for _, v := range []struct {
+		name  string
+		start func(url string) starter
+		to    *StormVariant
+	}{{"jitter", jitter, &out.Jitter}, {"fixed", fixed, &out.Fixed}} {
+		if *v.to, err = stormVariant(ctx, e, cfg.StormN, last, "storm-"+v.name, v.start); err != nil {
+			return nil, fmt.Errorf("storm %s: %w", v.name, err)
+		}
+		cfg.progress("storm %s: peak/mean %.2f, first pass %s, drained in %s",
+			v.name, v.to.Spread.PeakOverMean, v.to.FirstPass.Round(time.Millisecond), v.to.Drain.Round(time.Millisecond))
+	}
+	return out, nil
+}
+
+func stormVariant(ctx context.Context, e *env, n int, last uint64, durable string, start func(url string) starter) (StormVariant, error) {
+	var re *rateEngine
+	var err error
+	labelled(ctx, sideDownstream, func(context.Context) {
+		re, err = startRateEngine(func(string) bool { return true }, nil)
+	})
+	if err != nil {
+		return StormVariant{}, err
+	}
+	defer re.close()
+	r, err := e.drain(ctx, durable, stormMaxAckPending, n, last, start(re.URL))
+	if err != nil {
+		return StormVariant{}, err
+	}
+	var firsts, seconds []time.Time
+	for _, kc := range re.keys() {
+		firsts = append(firsts, kc.first)
+		if kc.n >= 2 {
+			seconds = append(seconds, kc.second)
+		}
+	}
+	if len(seconds) != n {
+		return StormVariant{}, fmt.Errorf("%d of %d reads were called twice", len(seconds), n)
+	}
+	v := StormVariant{Spread: spreadOf(seconds, spreadWindow, windowsIn(stormDelay, spreadWindow)), Drain: r.elapsed}
+	lo, hi := bounds(firsts)
+	v.FirstPass = hi.Sub(lo)
+	return v, nil
+}
+
+func bounds(ts []time.Time) (lo, hi time.Time) {
+	for i, t := range ts {
+		if i == 0 || t.Before(lo) {
+			lo = t
+		}
+		if i == 0 || t.After(hi) {
+			hi = t
+		}
+	}
+	return lo, hi
+}
+
+// nakWithDelay is the fixed-delay baseline: what a JetStream BackOff gives.
+// 32 workers post each read; a 503 is NAKed with delay, a 200 acked.
+func nakWithDelay(e *env, url string, delay time.Duration) starter {
+	return func(ctx context.Context, durable string) (r *running, err error) {
+		labelled(ctx, sideBare, func(ctx context.Context) {
+			nc, _, cons, cerr := connect(ctx, e, "bench-fixed", durable)
+			if cerr != nil {
+				err = cerr
+				return
+			}
+			p := newPoster(url, httpConcurrency)
+			work, quit := make(chan jetstream.Msg), make(chan struct{})
+			var wg sync.WaitGroup
+			for range httpConcurrency {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case m := <-work:
+							settleFixed(ctx, p, m, delay)
+						case <-quit:
+							return
+						}
+					}
+				}()
+			}
+			cc, cerr := cons.Consume(func(m jetstream.Msg) {
+				select {
+				case work <- m:
+				case <-quit:
+				}
+			}, jetstream.PullMaxMessages(httpConcurrency))
+			after := func() {
+				close(quit)
+				wg.Wait()
+				p.close()
+			}
+			if cerr != nil {
+				after()
+				nc.Close()
+				err = fmt.Errorf("consume: %w", cerr)
+				return
+			}
+			r = consuming(nc, cc, after)
+		})
+		return r, err
+	}
+}
+
+func settleFixed(ctx context.Context, p *poster, m jetstream.Msg, delay time.Duration) {
+	read, err := meter.Decode(m.Data())
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	status, err := p.post(ctx, read.AppendJSON(make([]byte, 0, 256)), read.IdempotencyKey)
+	switch {
+	case err == nil && status == http.StatusOK:
+		_ = m.Ack()
+	case status == http.StatusServiceUnavailable:
+		_ = m.NakWithDelay(delay)
+	default:
+		_ = m.Nak()
+	}
+}

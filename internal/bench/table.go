@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Row is one line of the report's table: a figure of the baseline and of
+// ours, their ratio where it means something, and the target.
+type Row struct {
+	Scenario string `json:"scenario"`
+	Measure  string `json:"measure"`
+	Baseline string `json:"baseline"`
+	Ours     string `json:"ours"`
+	Ratio    string `json:"ratio"`
+	Target   string `json:"target"`
+	Met      string `json:"met"` // yes, no, or empty without a target
+}
+
+func met(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+func rate(v float64) string   { return fmt.Sprintf("%.0f/s", v) }
+func micros(v float64) string { return fmt.Sprintf("%.2f µs", v) }
+func ratio(v float64) string  { return fmt.Sprintf("%.2f", v) }
+func mib(b int64) string      { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1e3)
+}
+
+// Rows flattens the report into table rows, scenario by scenario.
+func (r *Report) Rows() []Row {
+	var rows []Row
+	add := func(row Row) { rows = append(rows, row) }
+	if o := r.Overhead; o != nil {
+		for _, x := range o.Rows {
+			name := fmt.Sprintf("overhead pull %d", x.Pull)
+			if x.Breaker {
+				name += " +breaker"
+			}
+			add(Row{Scenario: name, Measure: "msgs/s, best of 2", Baseline: "bare " + rate(x.Bare.MsgsPerSec),
+				Ours: rate(x.Ours.MsgsPerSec), Ratio: ratio(x.Ratio), Target: ">= 0.85", Met: met(x.Ratio >= 0.85)})
+			add(Row{Scenario: name, Measure: "process CPU/msg (server incl.)", Baseline: micros(x.Bare.CPUMicros),
+				Ours: micros(x.Ours.CPUMicros), Ratio: ratio(x.Ours.CPUMicros / x.Bare.CPUMicros)})
+			add(Row{Scenario: name, Measure: "vs bare fan-out to 32 acking goroutines", Baseline: "fan-out " + rate(x.FanOut.MsgsPerSec) + ", " + micros(x.FanOut.CPUMicros),
+				Ours: rate(x.Ours.MsgsPerSec), Ratio: ratio(x.Ours.MsgsPerSec / x.FanOut.MsgsPerSec)})
+			if stall := max(x.Bare.Stall, x.FanOut.Stall, x.Ours.Stall); stall >= time.Second {
+				add(Row{Scenario: name, Measure: "longest ack-floor stall in a run", Baseline: fmt.Sprintf("bare %s, fan-out %s", ms(x.Bare.Stall), ms(x.FanOut.Stall)),
+					Ours: ms(x.Ours.Stall)})
+			}
+		}
+	}
+	if h := r.HTTP; h != nil {
+		add(Row{Scenario: "http end to end", Measure: "msgs/s, best of 2", Baseline: "bare client " + rate(h.Bare.MsgsPerSec),
+			Ours: rate(h.Ours.MsgsPerSec), Ratio: ratio(h.Ratio), Target: ">= 0.8", Met: met(h.Ratio >= 0.8)})
+		add(Row{Scenario: "http end to end", Measure: "process CPU/msg (server incl.)", Baseline: micros(h.Bare.CPUMicros),
+			Ours: micros(h.Ours.CPUMicros), Ratio: ratio(h.Ours.CPUMicros / h.Bare.CPUMicros)})
+	}
+	if s := r.Storm; s != nil {
+		name := fmt.Sprintf("storm %d x 503", s.N)
+		add(Row{Scenario: name, Measure: "redeliveries: peak/mean per 100ms over the 2s band",
+			Baseline: "fixed 2s " + ratio(s.Fixed.Spread.PeakOverMean), Ours: "jitter " + ratio(s.Jitter.Spread.PeakOverMean),
+			Target: "ours <= 1.5, fixed >= 5", Met: met(s.Jitter.Spread.PeakOverMean <= 1.5 && s.Fixed.Spread.PeakOverMean >= 5)})
+		add(Row{Scenario: name, Measure: "busiest 100ms (mean)", Baseline: fmt.Sprintf("%d (%.0f)", s.Fixed.Spread.Peak, s.Fixed.Spread.Mean),
+			Ours: fmt.Sprintf("%d (%.0f)", s.Jitter.Spread.Peak, s.Jitter.Spread.Mean)})
+		add(Row{Scenario: name, Measure: "first failed pass", Baseline: ms(s.Fixed.FirstPass), Ours: ms(s.Jitter.FirstPass)})
+		add(Row{Scenario: name, Measure: "time to drain", Baseline: ms(s.Fixed.Drain), Ours: ms(s.Jitter.Drain)})
+	}
+	if s := r.Steady; s != nil {
+		name := fmt.Sprintf("steady %d/s, 20%% fail once", s.Rate)
+		add(Row{Scenario: name, Measure: "redeliveries: peak/mean per 100ms over the due band",
+			Baseline: "NakWithDelay " + ratio(s.ServerSide.Spread.PeakOverMean), Ours: "held " + ratio(s.Held.Spread.PeakOverMean),
+			Target: "ours <= 2", Met: met(s.Held.Spread.PeakOverMean <= 2)})
+		add(Row{Scenario: name, Measure: "lateness p50", Baseline: ms(s.ServerSide.Late.P50), Ours: ms(s.Held.Late.P50)})
+		add(Row{Scenario: name, Measure: "lateness p99", Baseline: ms(s.ServerSide.Late.P99), Ours: ms(s.Held.Late.P99),
+			Target: "ours <= 100 ms", Met: met(s.Held.Late.P99 <= 100*time.Millisecond)})
+		add(Row{Scenario: name, Measure: "failed reads measured (missing)",
+			Baseline: fmt.Sprintf("%d (%d)", s.ServerSide.Failed, s.ServerSide.Missing), Ours: fmt.Sprintf("%d (%d)", s.Held.Failed, s.Held.Missing)})
+	}
+	if m := r.Memory; m != nil {
+		c := m.Child
+		name := fmt.Sprintf("memory, binary drains %d", c.N)
+		if c.Skipped != "" {
+			add(Row{Scenario: "memory, binary", Measure: "skipped: " + c.Skipped})
+		} else {
+			add(Row{Scenario: name, Measure: "VmHWM of the child", Ours: mib(c.HWM), Target: "<= 64 MiB", Met: met(c.HWM <= 64<<20)})
+			add(Row{Scenario: name, Measure: "VmRSS sampled: first, peak", Ours: mib(c.FirstRSS) + ", " + mib(c.PeakRSS)})
+			add(Row{Scenario: name, Measure: "drain rate (exit after SIGTERM)", Ours: rate(c.MsgsPerSec) + " (" + c.Exit + ")"})
+			add(Row{Scenario: name, Measure: "publish the backlog first; longest ack-floor stall", Ours: ms(c.Publish) + "; " + ms(c.Stall)})
+		}
+		h := m.Heap
+		name = fmt.Sprintf("memory, in process %d", h.N)
+		add(Row{Scenario: name, Measure: "HeapInuse peak (server incl.)", Baseline: "bare " + mib(int64(h.Bare.Peak)), Ours: mib(int64(h.Ours.Peak)),
+			Ratio: ratio(float64(h.Ours.Peak) / float64(h.Bare.Peak))})
+		add(Row{Scenario: name, Measure: "HeapInuse peak - before", Baseline: mib(int64(h.Bare.Peak) - int64(h.Bare.Before)),
+			Ours: mib(int64(h.Ours.Peak) - int64(h.Ours.Before))})
+	}
+	if s := r.Scaling; s != nil {
+		for _, x := range s.Rows {
+			split := ""
+			if x.Split != nil {
+				split = fmt.Sprintf(", server %.0f%% consumers %.0f%% other %.0f%%", 100*x.Split[sideServer], 100*x.Split[sideConsumer], 100*x.Split["other"])
+			}
+			add(Row{Scenario: fmt.Sprintf("scaling %d instance(s)", x.Instances), Measure: "msgs/s; vs 1 instance",
+				Ours: rate(x.MsgsPerSec), Ratio: ratio(x.Speedup)})
+			add(Row{Scenario: fmt.Sprintf("scaling %d instance(s)", x.Instances), Measure: "CPU",
+				Ours: fmt.Sprintf("busy %.0f%% of %d CPUs, %.2f µs/msg%s", 100*x.CPUBusy, s.CPUs, x.CPUMicros, split)})
+		}
+	}
+	return rows
+}
+
+// WriteTable prints the rows as an aligned table.
+func WriteTable(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario\tmeasure\tbaseline\tours\tratio\ttarget\tmet\n")
+	for _, row := range r.Rows() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Scenario, row.Measure, row.Baseline, row.Ours, row.Ratio, row.Target, row.Met)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	_, err := fmt.Fprintf(w, "\n%s, %d CPUs, took %s. CPU figures are process CPU (getrusage), the in-process NATS server included.\n",
+		r.GoVersion, r.CPUs, r.Took.Round(time.Second))
+	return err
+}

@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// The pprof label that says which side a goroutine works for, so a CPU
+// profile splits into the server, the consumers and the rest.
+const (
+	sideLabel      = "side"
+	sideServer     = "server"
+	sideConsumer   = "consumer"
+	sideBare       = "bare"
+	sideFanOut     = "fanout"
+	sideDownstream = "downstream"
+	sidePublisher  = "publisher"
+)
+
+// labelled runs f with the side label; goroutines f starts inherit it.
+func labelled(ctx context.Context, side string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels(sideLabel, side), f)
+}
+
+// running is a variant consuming a durable on its own connection.
+type running struct {
+	stop  func() error    // stops consuming, flushes settlements, closes the connection
+	ended <-chan struct{} // closed when consuming ends, on its own or by stop
+}
+
+// starter starts a variant on a durable.
+type starter func(ctx context.Context, durable string) (*running, error)
+
+// connect opens a connection and the durable's handle on it.
+func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jetstream.JetStream, jetstream.Consumer, error) {
+	nc, err := nats.Connect(e.url, nats.Name(name))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	cons, err := js.Consumer(ctx, e.topo.Stream, durable)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, fmt.Errorf("durable %s: %w", durable, err)
+	}
+	return nc, js, cons, nil
+}
+
+// pipelineOptions are the production options around sink: retry defaults,
+// Concurrency 32, AckWait 30s, real metrics on a fresh registry, a JSON
+// logger at info writing nowhere. pull 0 keeps the default (Concurrency).
+func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink downstream.Sink, pull int) stream.Options {
+	return stream.Options{
+		Policy:          retry.DefaultPolicy(),
+		Concurrency:     32,
+		PullBatch:       pull,
+		HandlerTimeout:  10 * time.Second,
+		AckWait:         topo.AckWait,
+		ShutdownTimeout: 10 * time.Second,
+		Sink:            sink,
+		DeadLetter:      dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream}),
+		Metrics:         stream.NewMetrics(prometheus.NewRegistry()),
+		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+}
+
+// httpSink is the binary's HTTP sink posting to url with Concurrency 32.
+func httpSink(url string) (*downstream.HTTP, error) {
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: url, Timeout: 5 * time.Second, Concurrency: httpConcurrency})
+	if err != nil {
+		return nil, fmt.Errorf("http sink: %w", err)
+	}
+	return h, nil
+}
+
+// noop is the sink of the overhead and scaling scenarios.
+var noop = downstream.SinkFunc(func(context.Context, meter.Read) error { return nil })
+
+// ours starts `instances` consumers (stream.New + Run), each on its own
+// connection, all on one durable; build returns each one's options. A sink
+// with CloseIdle has its idle connections closed when the consumer stops.
+func ours(e *env, instances int, build func(js jetstream.JetStream) (stream.Options, error)) starter {
+	return func(ctx context.Context, durable string) (r *running, err error) {
+		labelled(ctx, sideConsumer, func(ctx context.Context) {
+			var rs []*running
+			for range instances {
+				one, oerr := startOne(ctx, e, durable, build)
+				if oerr != nil {
+					err = errors.Join(oerr, stopAll(rs).stop())
+					return
+				}
+				rs = append(rs, one)
+			}
+			r = stopAll(rs)
+		})
+		return r, err
+	}
+}
+
+func startOne(ctx context.Context, e *env, durable string, build func(js jetstream.JetStream) (stream.Options, error)) (*running, error) {
+	nc, js, cons, err := connect(ctx, e, "bench-ours", durable)
+	if err != nil {
+		return nil, err
+	}
+	o, err := build(js)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c, err := stream.New(o)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	ended := make(chan struct{})
+	go func() {
+		done <- c.Run(runCtx, cons)
+		close(ended)
+	}()
+	var once sync.Once
+	var stopErr error
+	return &running{ended: ended, stop: func() error {
+		once.Do(func() {
+			cancel()
+			stopErr = errors.Join(<-done, drainConn(nc, 10*time.Second))
+			if idle, ok := o.Sink.(interface{ CloseIdle() }); ok {
+				idle.CloseIdle()
+			}
+		})
+		return stopErr
+	}}, nil
+}
+
+// stopAll joins several running variants into one: it ends when any ends.
+func stopAll(rs []*running) *running {
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	ended := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	quit := make(chan struct{})
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-r.ended:
+				once.Do(func() { close(ended) })
+			case <-quit:
+			}
+		}()
+	}
+	return &running{ended: ended, stop: func() error {
+		var errs []error
+		for _, r := range rs {
+			errs = append(errs, r.stop())
+		}
+		close(quit)
+		wg.Wait()
+		return errors.Join(errs...)
+	}}
+}
