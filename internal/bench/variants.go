@@ -94,7 +94,15 @@ func httpSink(url string) (*downstream.HTTP, error) {
 }
 
 // noop is the sink of the overhead and scaling scenarios.
-var noop = downstream.SinkFunc(func(context.Context, meter.Read) error { return nil })
+var noop downstream.Sink = noopSink{}
+
+// noopSink answers at once. Like the production HTTP sink it reports the
+// bound of its calls (Timeout), so the pipeline adds no timeout of its own,
+// exactly as in production.
+type noopSink struct{}
+
+func (noopSink) Deliver(context.Context, meter.Read) error { return nil }
+func (noopSink) Timeout() time.Duration                    { return time.Nanosecond }
 
 // ours starts `instances` consumers (stream.New + Run), each on its own
 // connection, all on one durable; build returns each one's options. A sink

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meterline/meter-consumer/internal/retry"
@@ -93,9 +94,11 @@ const buckets = 10
 type Breaker struct {
 	o Options
 
+	fast atomic.Int32 // the state, read without the lock on the hot path
+	win  [buckets]bucket
+
 	mu        sync.Mutex
 	state     State
-	win       [buckets]bucket
 	changed   chan struct{} // closed and replaced on every transition
 	probes    int           // probes in flight (half-open)
 	successes int           // successful probes (half-open)
@@ -103,9 +106,11 @@ type Breaker struct {
 	stopTimer func()
 }
 
+// bucket counts the calls of one Window/buckets slot of time; epoch is the
+// slot's index (UnixNano / width). Successes are counted without the lock.
 type bucket struct {
-	start           time.Time
-	calls, failures int
+	epoch           atomic.Int64
+	calls, failures atomic.Int64
 }
 
 // Permit is what Acquire hands out; give it back to Done.
@@ -139,6 +144,9 @@ func (b *Breaker) Changed() <-chan struct{} {
 // Acquire waits until a call may go through: at once when closed, as one
 // of the probes when half-open, and not before the cool-down when open.
 func (b *Breaker) Acquire(ctx context.Context) (Permit, error) {
+	if State(b.fast.Load()) == Closed {
+		return Permit{}, nil
+	}
 	for {
 		b.mu.Lock()
 		switch {
@@ -164,6 +172,10 @@ func (b *Breaker) Acquire(ctx context.Context) (Permit, error) {
 // transient failure of the downstream (a permanent failure is an answer
 // from a healthy downstream: pass false).
 func (b *Breaker) Done(p Permit, failed bool) {
+	if !p.probe && !failed && State(b.fast.Load()) == Closed {
+		b.count(b.o.Now(), false) // a success cannot open it
+		return
+	}
 	var from, to State
 	b.mu.Lock()
 	if p.probe && b.state == HalfOpen {
@@ -180,26 +192,49 @@ func (b *Breaker) Done(p Permit, failed bool) {
 	b.notify(from, to)
 }
 
+// width is the time one bucket covers.
+func (b *Breaker) width() int64 { return max(int64(b.o.Window/buckets), 1) }
+
+// count adds an outcome to the bucket of now. A bucket is reset when its
+// slot comes round again; a count racing that reset may be lost, which a
+// breaker can afford.
+func (b *Breaker) count(now time.Time, failed bool) {
+	idx := now.UnixNano() / b.width()
+	bk := &b.win[idx%buckets]
+	for {
+		e := bk.epoch.Load()
+		if e == idx {
+			break
+		}
+		if e > idx {
+			return // a late outcome for a slot already gone
+		}
+		if bk.epoch.CompareAndSwap(e, idx) {
+			bk.calls.Store(0)
+			bk.failures.Store(0)
+			break
+		}
+	}
+	bk.calls.Add(1)
+	if failed {
+		bk.failures.Add(1)
+	}
+}
+
 // record counts an outcome in the window and opens when it must. Locked.
 func (b *Breaker) record(failed bool) (State, State) {
 	now := b.o.Now()
-	width := b.o.Window / buckets
-	cur := &b.win[int(now.UnixNano()/int64(max(width, 1)))%buckets]
-	if now.Sub(cur.start) >= width {
-		*cur = bucket{start: now.Truncate(max(width, 1))}
-	}
-	cur.calls++
-	if failed {
-		cur.failures++
-	}
-	calls, failures := 0, 0
-	for _, bk := range b.win {
-		if now.Sub(bk.start) < b.o.Window {
-			calls += bk.calls
-			failures += bk.failures
+	b.count(now, failed)
+	idx := now.UnixNano() / b.width()
+	var calls, failures int64
+	for i := range b.win {
+		bk := &b.win[i]
+		if idx-bk.epoch.Load() < buckets {
+			calls += bk.calls.Load()
+			failures += bk.failures.Load()
 		}
 	}
-	if calls >= b.o.MinCalls && float64(failures) >= b.o.FailureRatio*float64(calls) {
+	if calls >= int64(b.o.MinCalls) && float64(failures) >= b.o.FailureRatio*float64(calls) {
 		return b.transition(Open)
 	}
 	return b.state, b.state
@@ -212,6 +247,7 @@ func (b *Breaker) transition(s State) (State, State) {
 		return from, s
 	}
 	b.state = s
+	b.fast.Store(int32(s))
 	close(b.changed)
 	b.changed = make(chan struct{})
 	if b.stopTimer != nil {
@@ -229,7 +265,11 @@ func (b *Breaker) transition(s State) (State, State) {
 		b.probes, b.successes = 0, 0
 	case Closed:
 		b.reopens = 0
-		b.win = [buckets]bucket{}
+		for i := range b.win {
+			b.win[i].epoch.Store(0)
+			b.win[i].calls.Store(0)
+			b.win[i].failures.Store(0)
+		}
 	}
 	return from, s
 }

@@ -95,7 +95,9 @@ func TestStaysClosedBelowTheRatioAndForgetsOldCalls(t *testing.T) {
 	}
 	assert.Equal(t, breaker.Closed, b.State())
 	call(t, b, false)
-	assert.Equal(t, breaker.Open, b.State(), "9 failures in 10 calls inside the window")
+	assert.Equal(t, breaker.Closed, b.State(), "a success never opens it")
+	call(t, b, true)
+	assert.Equal(t, breaker.Open, b.State(), "10 failures in 11 calls inside the window")
 }
 
 func TestPermanentFailuresNeverOpenIt(t *testing.T) {

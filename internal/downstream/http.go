@@ -121,3 +121,6 @@ func unwrapURL(err error) error {
 	}
 	return err
 }
+
+// Timeout is the bound of one call: a caller need not add its own.
+func (h *HTTP) Timeout() time.Duration { return h.timeout }

@@ -71,7 +71,11 @@ type Consumer struct {
 
 	consuming atomic.Bool
 	unstored  unstoredCopies
-	breaker   *breaker.Breaker // nil: no breaker
+	// sinkBounded: the sink bounds every call itself within the handler
+	// timeout, so deliver need not add a timeout of its own.
+	sinkBounded bool
+	keepers     *keepers
+	breaker     *breaker.Breaker // nil: no breaker
 }
 
 // New validates the options and builds a Consumer.
@@ -113,6 +117,10 @@ func New(o Options) (*Consumer, error) {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
 	c := &Consumer{o: o, log: o.Logger, m: o.Metrics}
+	if b, ok := o.Sink.(interface{ Timeout() time.Duration }); ok && b.Timeout() > 0 && b.Timeout() <= o.HandlerTimeout {
+		c.sinkBounded = true
+	}
+	c.keepers = c.newKeepers(o.Concurrency)
 	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	if o.Breaker != nil {
 		bo := *o.Breaker
@@ -175,17 +183,29 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	unparked := make(chan struct{})
 	quit := make(chan struct{})
 	var workers sync.WaitGroup
-	for range c.o.Concurrency {
+	// Keep-alives run until the last worker is done, past the other
+	// background loops.
+	keepCtx, keepStop := context.WithCancel(context.WithoutCancel(ctx))
+	keepDone := make(chan struct{})
+	go func() {
+		defer close(keepDone)
+		c.keepers.run(keepCtx)
+	}()
+	defer func() {
+		keepStop()
+		<-keepDone
+	}()
+	for _, s := range c.keepers.slots {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			for {
 				select {
 				case msg := <-work:
-					c.handle(ctx, hard, msg)
+					c.handle(ctx, hard, msg, s)
 				case <-unparked:
 					if msg, ok := c.delayer.takeParked(); ok {
-						c.handle(ctx, hard, msg)
+						c.handle(ctx, hard, msg, s)
 					}
 				case <-quit:
 					return

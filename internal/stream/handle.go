@@ -27,12 +27,12 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // handle settles one message in exactly one way. run ends when a graceful
 // shutdown starts; ctx is cancelled only when it has run out of time.
-func (c *Consumer) handle(run, ctx context.Context, msg jetstream.Msg) {
+func (c *Consumer) handle(run, ctx context.Context, msg jetstream.Msg, s *slot) {
 	start := time.Now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
-	ka := c.keepAlive(msg)
-	defer ka.stop()
+	c.keepers.arm(s, msg, start)
+	defer c.keepers.disarm(s)
 	c.delayer.unpark(msg)
 
 	md, err := msg.Metadata()
@@ -139,8 +139,11 @@ func (c *Consumer) callDownstream(run, ctx context.Context, read meter.Read, msg
 // deliver calls the sink under the handler timeout; a panic becomes a
 // transient failure of this read.
 func (c *Consumer) deliver(ctx context.Context, read meter.Read) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.o.HandlerTimeout)
-	defer cancel()
+	if !c.sinkBounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.o.HandlerTimeout)
+		defer cancel()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			pe := &PanicError{Value: v, Stack: debug.Stack()}

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
-	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
@@ -37,6 +36,13 @@ func (m *benchMsg) InProgress() error                         { return nil }
 func (m *benchMsg) Term() error                               { return nil }
 func (m *benchMsg) TermWithReason(string) error               { return nil }
 
+// boundedNoop answers at once and, like the production HTTP sink, reports
+// the bound of its calls, so handle adds no timeout of its own.
+type boundedNoop struct{}
+
+func (boundedNoop) Deliver(context.Context, meter.Read) error { return nil }
+func (boundedNoop) Timeout() time.Duration                    { return time.Nanosecond }
+
 type nopDeadLetter struct{}
 
 func (nopDeadLetter) Publish(context.Context, dlq.Entry) error { return nil }
@@ -48,7 +54,7 @@ func (nopDeadLetter) Publish(context.Context, dlq.Entry) error { return nil }
 func BenchmarkHandle(b *testing.B) {
 	c, err := New(Options{
 		Policy:     retry.DefaultPolicy(),
-		Sink:       downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
+		Sink:       boundedNoop{},
 		DeadLetter: nopDeadLetter{},
 		Metrics:    NewMetrics(prometheus.NewRegistry()),
 		Logger:     slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -68,9 +74,10 @@ func BenchmarkHandle(b *testing.B) {
 		},
 	}
 	ctx := context.Background()
+	s := c.keepers.slots[0]
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg.data)))
 	for b.Loop() {
-		c.handle(ctx, ctx, msg)
+		c.handle(ctx, ctx, msg, s)
 	}
 }

@@ -1,47 +1,74 @@
 package stream
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// keepAlive sends InProgress while a read is being handled, so slow work is
-// not redelivered under our feet: every AckWait/2, and the first one early
-// enough to cover the time the message may have waited in the client buffer
-// before a worker took it (at most about one handler timeout).
-func (c *Consumer) keepAlive(msg jetstream.Msg) *keeper {
+// keepers send InProgress for the reads being handled, so slow work is not
+// redelivered under our feet: the first one early enough to cover the time
+// the message may have waited in the client buffer before a worker took it,
+// then every AckWait/2. Each worker owns a slot it fills and clears for
+// every read (a lock and two stores: no timer on the hot path); one
+// goroutine scans the slots.
+type keepers struct {
+	first, every, tick time.Duration
+	now                func() time.Time
+	onErr              func(string, error)
+	slots              []*slot
+}
+
+type slot struct {
+	mu   sync.Mutex
+	msg  jetstream.Msg // nil while the worker is idle
+	next time.Time     // when the next InProgress is due
+}
+
+func (c *Consumer) newKeepers(n int) *keepers {
 	every := c.o.AckWait / 2
 	first := min(every, max(c.o.AckWait-c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
-	k := &keeper{msg: msg, every: every, onErr: c.settleError}
-	k.t = time.AfterFunc(first, k.tick)
+	k := &keepers{first: first, every: every, tick: max(first/4, time.Millisecond), now: time.Now, onErr: c.settleError}
+	for range n {
+		k.slots = append(k.slots, &slot{})
+	}
 	return k
 }
 
-type keeper struct {
-	msg   jetstream.Msg
-	every time.Duration
-	onErr func(string, error)
-
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
+// arm starts keeping msg alive, counting from start.
+func (k *keepers) arm(s *slot, msg jetstream.Msg, start time.Time) {
+	s.mu.Lock()
+	s.msg, s.next = msg, start.Add(k.first)
+	s.mu.Unlock()
 }
 
-func (k *keeper) tick() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.stopped {
-		return
+// disarm stops keeping the slot's read alive.
+func (k *keepers) disarm(s *slot) {
+	s.mu.Lock()
+	s.msg = nil
+	s.mu.Unlock()
+}
+
+// run scans the slots until ctx ends.
+func (k *keepers) run(ctx context.Context) {
+	t := time.NewTicker(k.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := k.now()
+		for _, s := range k.slots {
+			s.mu.Lock()
+			if s.msg != nil && !now.Before(s.next) {
+				k.onErr("in_progress", s.msg.InProgress())
+				s.next = now.Add(k.every)
+			}
+			s.mu.Unlock()
+		}
 	}
-	k.onErr("in_progress", k.msg.InProgress())
-	k.t.Reset(k.every)
-}
-
-func (k *keeper) stop() {
-	k.mu.Lock()
-	k.stopped = true
-	k.mu.Unlock()
-	k.t.Stop()
 }
