@@ -60,6 +60,7 @@ type Consumer struct {
 	AckWait        time.Duration `yaml:"ack_wait"`
 	MaxAckPending  int           `yaml:"max_ack_pending"`
 	HandlerTimeout time.Duration `yaml:"handler_timeout"`
+	PullBatch      int           `yaml:"pull_batch"` // messages one pull asks for; 0 = chosen from the concurrency
 }
 
 // Retry is the backoff applied to a read that failed transiently.
@@ -137,7 +138,7 @@ func Default() Config {
 			Concurrency:    32,
 			AckWait:        30 * time.Second,
 			MaxAckPending:  10000,
-			HandlerTimeout: 10 * time.Second,
+			HandlerTimeout: 6 * time.Second,
 		},
 		Retry: Retry{
 			Base:          500 * time.Millisecond,

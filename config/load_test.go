@@ -149,7 +149,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing file from env", nil, map[string]string{"CONSUMER_CONFIG": missing}, []string{missing}},
 		{"unknown yaml keys", []string{"--config", unknown}, nil, []string{
 			"config file " + unknown,
-			`line 3: unknown key "consumer.ack_wiat" (valid keys here: durable, concurrency, ack_wait, max_ack_pending, handler_timeout)`,
+			`line 3: unknown key "consumer.ack_wiat" (valid keys here: durable, concurrency, ack_wait, max_ack_pending, pull_batch, handler_timeout)`,
 			`line 4: unknown key "streams"`,
 		}},
 		{"yaml duration as a number", []string{"--config", badType}, nil, []string{"config file " + badType, "time.Duration"}},

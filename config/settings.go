@@ -41,6 +41,7 @@ var settings = []setting{
 	{flag: "concurrency", env: "CONSUMER_CONCURRENCY", yaml: "consumer.concurrency", help: "reads handled at once, 1 to 4096", field: func(c *Config) any { return &c.Consumer.Concurrency }},
 	{flag: "ack-wait", env: "CONSUMER_ACK_WAIT", yaml: "consumer.ack_wait", help: "how long the server waits for an ack before redelivering; >= 1s", field: func(c *Config) any { return &c.Consumer.AckWait }},
 	{flag: "max-ack-pending", env: "CONSUMER_MAX_ACK_PENDING", yaml: "consumer.max_ack_pending", help: "reads delivered but not yet acked, those waiting out a retry included; >= concurrency", field: func(c *Config) any { return &c.Consumer.MaxAckPending }},
+	{flag: "pull-batch", env: "CONSUMER_PULL_BATCH", yaml: "consumer.pull_batch", help: "messages one pull asks for (the client buffer); 0 = 4 x concurrency, less if needed so that ceil(pull_batch/concurrency) x handler_timeout < ack_wait", field: func(c *Config) any { return &c.Consumer.PullBatch }},
 	{flag: "handler-timeout", env: "CONSUMER_HANDLER_TIMEOUT", yaml: "consumer.handler_timeout", help: "time allowed to handle one delivery; < ack wait", field: func(c *Config) any { return &c.Consumer.HandlerTimeout }},
 
 	{flag: "retry-base", env: "CONSUMER_RETRY_BASE", yaml: "retry.base", help: "ceiling of the first retry delay", field: func(c *Config) any { return &c.Retry.Base }},

@@ -155,6 +155,18 @@ func (c Config) validateConsumer(p *problems) {
 		p.addf("consumer.handler_timeout (%s) must be < consumer.ack_wait (%s), so a handler gives up before the server redelivers",
 			k.HandlerTimeout, k.AckWait)
 	}
+	switch {
+	case k.PullBatch < 0:
+		p.addf("consumer.pull_batch (%d) must be >= 0 (0 chooses it from the concurrency)", k.PullBatch)
+	case k.PullBatch > 0 && k.Concurrency > 0 && k.HandlerTimeout > 0 && k.HandlerTimeout < k.AckWait:
+		// A pulled read may wait in the client buffer for every read ahead
+		// of it: about pull_batch/concurrency handler timeouts.
+		rounds := (k.PullBatch + k.Concurrency - 1) / k.Concurrency
+		if wait := time.Duration(rounds) * k.HandlerTimeout; wait >= k.AckWait {
+			p.addf("consumer.pull_batch (%d) / consumer.concurrency (%d) rounds of consumer.handler_timeout (%s) = %s must be < consumer.ack_wait (%s): a buffered read could be redelivered before a worker takes it; lower pull_batch or handler_timeout, or raise ack_wait",
+				k.PullBatch, k.Concurrency, k.HandlerTimeout, wait, k.AckWait)
+		}
+	}
 }
 
 func (c Config) validateRetry(p *problems) {

@@ -74,7 +74,7 @@ func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink downstre
 		Policy:          retry.DefaultPolicy(),
 		Concurrency:     32,
 		PullBatch:       pull,
-		HandlerTimeout:  10 * time.Second,
+		HandlerTimeout:  6 * time.Second, // the binary's default
 		AckWait:         topo.AckWait,
 		ShutdownTimeout: 10 * time.Second,
 		Sink:            sink,

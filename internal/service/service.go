@@ -113,6 +113,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	consumer, err := stream.New(stream.Options{
 		Policy:          cfg.Retry.Policy(),
 		Concurrency:     cfg.Consumer.Concurrency,
+		PullBatch:       cfg.Consumer.PullBatch,
 		HandlerTimeout:  cfg.Consumer.HandlerTimeout,
 		AckWait:         cfg.Consumer.AckWait,
 		ShutdownTimeout: cfg.Shutdown.Timeout,

@@ -29,7 +29,7 @@ type Options struct {
 	// Concurrency is how many reads are handled at once (default 32).
 	Concurrency int
 	// PullBatch is how many messages one pull asks for; it bounds the client
-	// buffer (default Concurrency).
+	// buffer (default AutoPullBatch).
 	PullBatch int
 	// HandlerTimeout bounds the delivery of one read (default 10s); it must
 	// be shorter than the consumer's AckWait.
@@ -89,9 +89,7 @@ func New(o Options) (*Consumer, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 32
 	}
-	if o.PullBatch <= 0 {
-		o.PullBatch = o.Concurrency
-	}
+
 	if o.AckWait <= 0 {
 		o.AckWait = 30 * time.Second
 	}
@@ -100,6 +98,9 @@ func New(o Options) (*Consumer, error) {
 	}
 	if o.HandlerTimeout >= o.AckWait {
 		return nil, fmt.Errorf("stream: handler timeout (%s) must be shorter than ack wait (%s)", o.HandlerTimeout, o.AckWait)
+	}
+	if o.PullBatch <= 0 {
+		o.PullBatch = AutoPullBatch(o.Concurrency, o.HandlerTimeout, o.AckWait)
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 30 * time.Second
@@ -153,6 +154,20 @@ func (c *Consumer) Consuming() bool { return c.consuming.Load() }
 
 // Held reports how many NAKed reads wait out their retry delay in this process.
 func (c *Consumer) Held() int { return c.delayer.size() }
+
+// AutoPullBatch is the default pull size: four reads per worker, which
+// amortises pull requests and lets acks share writes (measured in
+// docs/PERFORMANCE.md), but never so many that a buffered read could wait
+// out the ack wait: a read waits for at most ceil(batch/concurrency)
+// handler timeouts before a worker takes it, and that must stay below the
+// ack wait.
+func AutoPullBatch(concurrency int, handlerTimeout, ackWait time.Duration) int {
+	rounds := 4
+	if handlerTimeout > 0 {
+		rounds = min(rounds, int((ackWait-1)/handlerTimeout))
+	}
+	return max(rounds, 1) * max(concurrency, 1)
+}
 
 // PullExpiry is how long one pull request waits on the server.
 const PullExpiry = 5 * time.Second

@@ -29,7 +29,10 @@ type slot struct {
 
 func (c *Consumer) newKeepers(n int) *keepers {
 	every := c.o.AckWait / 2
-	first := min(every, max(c.o.AckWait-c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
+	// A read may have waited in the client buffer for every read ahead of
+	// it: ceil(PullBatch/Concurrency) handler timeouts at most.
+	rounds := time.Duration((c.o.PullBatch + c.o.Concurrency - 1) / c.o.Concurrency)
+	first := min(every, max(c.o.AckWait-rounds*c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
 	k := &keepers{first: first, every: every, tick: max(first/4, time.Millisecond), now: time.Now, onErr: c.settleError}
 	for range n {
 		k.slots = append(k.slots, &slot{})

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -61,4 +62,21 @@ func TestMetricsLint(t *testing.T) {
 func counterGauge(t *testing.T, e *env, name string, labels ...string) prometheus.Collector {
 	t.Helper()
 	return counter(t, e, name, labels...)
+}
+
+func TestAutoPullBatch(t *testing.T) {
+	tests := []struct {
+		concurrency      int
+		handler, ackWait time.Duration
+		want             int
+	}{
+		{32, 6 * time.Second, 30 * time.Second, 128},     // the binary's defaults: 4 rounds
+		{32, 10 * time.Second, 30 * time.Second, 64},     // 3 rounds would reach the ack wait
+		{8, 6 * time.Second, 30 * time.Second, 32},       // scales with the workers
+		{4, 1800 * time.Millisecond, 2 * time.Second, 4}, // one round only
+		{1, 0, 30 * time.Second, 4},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, stream.AutoPullBatch(tt.concurrency, tt.handler, tt.ackWait), "%+v", tt)
+	}
 }
