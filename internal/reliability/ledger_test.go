@@ -168,6 +168,11 @@ func (w *world) deadLetters() map[string]int {
 // ack-pending and its ack floor reached the stream's last message.
 func (w *world) settled(timeout time.Duration) {
 	w.t.Helper()
+	defer func() {
+		if w.t.Failed() {
+			w.logState()
+		}
+	}()
 	require.Eventually(w.t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -230,4 +235,22 @@ func (w *world) checkLedger(e *engine, mayFail func(key string) bool, expectDead
 func (f figures) log(t *testing.T, scenario string) {
 	t.Logf("FIGURES %s: published=%d delivered=%d dead-lettered=%d lost=%d duplicate-dead-letters=%d downstream-calls=%d recovery=%s",
 		scenario, f.Published, f.Delivered, f.DeadLettered, f.Lost, f.DuplicateDeadLetters, f.Calls, f.Recovery.Round(time.Millisecond))
+}
+
+// logState logs the durable's and the stream's state, to tell a stuck read
+// from a slow one.
+func (w *world) logState() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c, err := w.js.Consumer(ctx, "METER_READS", "meter-consumer"); err == nil {
+		if ci, err := c.Info(ctx); err == nil {
+			w.t.Logf("durable: pending=%d ack-pending=%d redelivered=%d waiting=%d delivered=%+v ack-floor=%+v",
+				ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered, ci.AckFloor)
+		}
+	}
+	if st, err := w.js.Stream(ctx, "METER_READS"); err == nil {
+		if si, err := st.Info(ctx); err == nil {
+			w.t.Logf("stream: msgs=%d first=%d last=%d", si.State.Msgs, si.State.FirstSeq, si.State.LastSeq)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,6 +69,9 @@ func startConsumerEnv(t *testing.T, name string, env []string, args ...string) *
 		<-p.done
 		if t.Failed() {
 			t.Logf("%s output (last 4000 bytes):\n%s", p.name, tail(p.output(), 4000))
+			if dir := os.Getenv("RELIABILITY_LOGS"); dir != "" {
+				_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+p.name+".log"), []byte(p.output()), 0o644)
+			}
 		}
 	})
 	require.Eventually(t, func() bool { return p.count("consuming") > 0 || p.exited() }, 30*time.Second, 10*time.Millisecond)

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 )
@@ -60,9 +61,14 @@ func (c *Consumer) followBreaker(ctx context.Context, p *puller, unparked chan<-
 				}
 			}
 		}
+		var retry <-chan time.Time
+		if c.breaker.State() != breaker.Open && !p.pulling() {
+			retry = time.After(time.Second) // resume failed: try again
+		}
 		select {
 		case <-changed:
 		case <-c.delayer.parkCh: // parked after the tokens were counted: count again
+		case <-retry:
 		case <-ctx.Done():
 			return
 		}
