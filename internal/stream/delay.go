@@ -128,22 +128,30 @@ func (d *delayer) unpark(msg jetstream.Msg) bool {
 	return ok
 }
 
-// takeParked unparks and returns one parked read, if any.
+// takeParked unparks and returns one parked read, if any. Choosing and
+// removing happen under one lock, so two workers never pick the same read
+// (which would leave another parked read without a worker).
 func (d *delayer) takeParked() (jetstream.Msg, bool) {
 	if d.parked.Load() == 0 {
 		return nil, false
 	}
 	d.mu.Lock()
-	var msg jetstream.Msg
-	for m := range d.byMsg {
-		msg = m
+	var it *held
+	for _, h := range d.byMsg {
+		it = h
 		break
 	}
-	d.mu.Unlock()
-	if msg == nil || !d.unpark(msg) {
+	if it == nil {
+		d.mu.Unlock()
 		return nil, false
 	}
-	return msg, true
+	delete(d.byMsg, it.msg)
+	d.parked.Add(-1)
+	heap.Remove(&d.items, it.index)
+	n := len(d.items)
+	d.mu.Unlock()
+	d.onSize(n)
+	return it.msg, true
 }
 
 // size returns how many reads are held.
