@@ -55,7 +55,7 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 	defer down.Close()
 
 	p := start(t, "--nats-url", s.ClientURL(), "--create-streams", "--downstream-url", down.URL, "--http-addr", "")
-	p.httpAddr()
+	httpAddr(t, p)
 	for i := range 4 {
 		_, err := js.Publish(t.Context(), fmt.Sprintf("meter.reads.r%d", i%2), fmt.Appendf(nil,
 			`{"meter_id":"MTR-%d","read_at":"2026-11-30T07:00:00Z","quantity":"2.000","unit":"kWh"}`, i))
@@ -108,5 +108,5 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 	_, stderr, code = runTool(t, "dlq", "show", "999", "--nats-url", s.ClientURL())
 	assert.NotZero(t, code)
 	assert.Contains(t, stderr, "999")
-	assert.Equal(t, 0, p.stop(15*time.Second))
+	assert.Equal(t, 0, stop(p, 15*time.Second))
 }

@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,10 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/natstest"
+	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 var binary string
@@ -31,10 +28,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "consumer")
-	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+	binary, err = proctest.Build(dir, true)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "build consumer: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -42,73 +38,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is the consumer binary running as a subprocess with JSON logs.
-type proc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	done chan error
-
-	mu    sync.Mutex
-	lines []map[string]any
-	raw   strings.Builder
-}
-
-func start(t *testing.T, args ...string) *proc {
+// start runs the binary with JSON logs at debug and the given flags.
+func start(t *testing.T, args ...string) *proctest.Proc {
 	t.Helper()
-	p := &proc{t: t, done: make(chan error, 1)}
-	p.cmd = exec.Command(binary, append([]string{"--log-format", "json", "--log-level", "debug"}, args...)...)
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	stderr, err := p.cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			_ = json.Unmarshal(sc.Bytes(), &m)
-			p.mu.Lock()
-			p.lines = append(p.lines, m)
-			p.raw.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-		p.done <- p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("consumer output:\n%s", p.output())
-		}
-	})
-	return p
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.raw.String()
-}
-
-// line returns the first log record with msg, or nil.
-func (p *proc) line(msg string) map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.lines {
-		if l != nil && l["msg"] == msg {
-			return l
-		}
-	}
-	return nil
+	return proctest.Start(t, "consumer", binary, []string{"HOME=" + t.TempDir()},
+		append([]string{"--log-format", "json", "--log-level", "debug"}, args...)...)
 }
 
 // httpAddr waits for the "consuming" record and returns the HTTP address.
-func (p *proc) httpAddr() string {
-	p.t.Helper()
+func httpAddr(t *testing.T, p *proctest.Proc) string {
+	t.Helper()
 	var addr string
-	require.Eventually(p.t, func() bool {
-		l := p.line("consuming")
+	require.Eventually(t, func() bool {
+		l := p.First("consuming")
 		if l == nil {
 			return false
 		}
@@ -119,15 +61,9 @@ func (p *proc) httpAddr() string {
 }
 
 // stop sends SIGTERM and returns the exit code.
-func (p *proc) stop(within time.Duration) int {
-	p.t.Helper()
-	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-	case <-time.After(within):
-		p.t.Fatalf("no exit within %s after SIGTERM", within)
-	}
-	return p.cmd.ProcessState.ExitCode()
+func stop(p *proctest.Proc, within time.Duration) int {
+	code, _ := p.Term(within)
+	return code
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -165,7 +101,7 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 
 	p := start(t, "--nats-url", s.ClientURL(), "--create-streams", "--downstream-url", down.URL,
 		"--http-addr", "127.0.0.1:0", "--retry-base", "50ms", "--retry-cap", "200ms")
-	addr := p.httpAddr()
+	addr := httpAddr(t, p)
 
 	for i := range 5 {
 		_, err := js.Publish(t.Context(), "meter.reads.north", fmt.Appendf(nil,
@@ -195,8 +131,8 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 	code, body = get(t, "http://"+addr+"/readyz")
 	assert.Equal(t, 200, code, body)
 
-	assert.Equal(t, 0, p.stop(15*time.Second), "exit 0 after a clean shutdown")
-	assert.NotNil(t, p.line("stopped cleanly"))
+	assert.Equal(t, 0, stop(p, 15*time.Second), "exit 0 after a clean shutdown")
+	assert.NotNil(t, p.First("stopped cleanly"))
 
 	dl, err := js.Stream(t.Context(), "METER_READS_DLQ")
 	require.NoError(t, err)
@@ -235,8 +171,8 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	natsAddr := freeAddr(t)
 	p := start(t, "--demo", "--data-dir", t.TempDir(), "--nats-listen", natsAddr, "--http-addr", "127.0.0.1:0",
 		"--log-level", "info")
-	addr := p.httpAddr()
-	require.NotNil(t, p.line("running an embedded NATS server with JetStream"))
+	addr := httpAddr(t, p)
+	require.NotNil(t, p.First("running an embedded NATS server with JetStream"))
 
 	// The embedded server listens where it said, for head-ends and the nats CLI.
 	nc, js := natsConnect(t, "nats://"+natsAddr)
@@ -250,7 +186,7 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	require.NoError(t, err)
 	code, _ := get(t, "http://"+addr+"/readyz")
 	assert.Equal(t, 200, code)
-	assert.Equal(t, 0, p.stop(40*time.Second))
+	assert.Equal(t, 0, stop(p, 40*time.Second))
 }
 
 func natsConnect(t *testing.T, url string) (func(), jetstream.JetStream) {

@@ -45,7 +45,7 @@ func TestKilledMidBatchThenRestarted(t *testing.T) {
 	c := startConsumer(t, "first", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--concurrency", "8")
 	w.publish("KIL", 400, 0)
 	require.Eventually(t, func() bool { d, _ := e.delivered(); return len(d) >= 100 }, 30*time.Second, 5*time.Millisecond)
-	c.kill()
+	c.Kill()
 	killed := time.Now()
 	startConsumer(t, "second", "--nats-url", w.url, "--downstream-url", e.srv.URL, "--concurrency", "8")
 	w.settled(60 * time.Second)
@@ -64,7 +64,7 @@ func TestSigtermWithReadsInFlight(t *testing.T) {
 	c := startConsumer(t, "first", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--concurrency", "16")
 	w.publish("TRM", 200, 0)
 	require.Eventually(t, func() bool { _, calls := e.delivered(); return calls >= 20 }, 30*time.Second, 5*time.Millisecond)
-	code, took := c.term(10 * time.Second)
+	code, took := c.Term(10 * time.Second)
 	assert.Equal(t, 0, code, "clean exit")
 	assert.Less(t, took, 5*time.Second+2*time.Second, "within the shutdown timeout")
 	stopped := time.Now()
@@ -94,7 +94,7 @@ func TestServerRestartUnderTheConsumer(t *testing.T) {
 	w.settled(60 * time.Second)
 	f := w.checkLedger(e, nil, 0)
 	f.Recovery = time.Since(restarted)
-	assert.GreaterOrEqual(t, c.count("reconnected to NATS"), 1)
+	assert.GreaterOrEqual(t, c.Count("reconnected to NATS"), 1)
 	f.log(t, "server-restart")
 }
 
@@ -124,7 +124,7 @@ func TestDeadLetterStreamUnavailable(t *testing.T) {
 		return len(d) == 20
 	}, 30*time.Second, 10*time.Millisecond, "good reads keep flowing")
 	// Every failing copy is tried more than once, and the originals stay.
-	require.Eventually(t, func() bool { return p.count("dead-letter copy not confirmed; read NAKed, not terminated") >= 40 },
+	require.Eventually(t, func() bool { return p.Count("dead-letter copy not confirmed; read NAKed, not terminated") >= 40 },
 		30*time.Second, 10*time.Millisecond)
 	c, err := w.js.Consumer(t.Context(), "METER_READS", "meter-consumer")
 	require.NoError(t, err)

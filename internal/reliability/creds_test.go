@@ -71,6 +71,6 @@ func TestCredentialsFile(t *testing.T) {
 	w.publish("CRD", 10, 0)
 	w.settled(30 * time.Second)
 	w.checkLedger(e, nil, 0)
-	assert.NotContains(t, c.output(), string(userSeed), "the seed reached the log")
-	assert.NotContains(t, c.output(), userJWT, "the user JWT reached the log")
+	assert.NotContains(t, c.Output(), string(userSeed), "the seed reached the log")
+	assert.NotContains(t, c.Output(), userJWT, "the user JWT reached the log")
 }

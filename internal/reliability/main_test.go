@@ -3,9 +3,9 @@ package reliability_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 var binary string
@@ -15,10 +15,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "consumer")
-	cmd := exec.Command("go", "build", "-o", binary, "../../cmd/consumer")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build consumer: %v\n%s", err, out)
+	binary, err = proctest.Build(dir, false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -145,7 +145,7 @@ func TestSecureConnections(t *testing.T) {
 			w.publish("SEC", 10, 0)
 			w.settled(30 * time.Second)
 			w.checkLedger(e, nil, 0)
-			assert.NotContains(t, c.output(), tt.secret, "a secret reached the log")
+			assert.NotContains(t, c.Output(), tt.secret, "a secret reached the log")
 		})
 	}
 

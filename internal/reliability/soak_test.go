@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 // The long variants: go test -tags soak -run Soak -timeout 60m -v ./internal/reliability/
@@ -79,7 +81,7 @@ func TestSoakSteadyRate(t *testing.T) {
 				return
 			case <-time.After(time.Second):
 				mu.Lock()
-				samples = append(samples, rss(c.cmd.Process.Pid))
+				samples = append(samples, rss(c.Pid()))
 				mu.Unlock()
 			}
 		}
@@ -146,7 +148,7 @@ func TestSoakLongOutage(t *testing.T) {
 }
 
 // startConsumerDefaults runs the consumer with its default policy.
-func startConsumerDefaults(t *testing.T, args ...string) *proc {
+func startConsumerDefaults(t *testing.T, args ...string) *proctest.Proc {
 	saved := fast
 	fast = []string{"--log-format", "json", "--log-level", "debug", "--http-addr", ""}
 	defer func() { fast = saved }()
