@@ -68,7 +68,7 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 
 // pipelineOptions are the production options around sink: retry defaults,
 // Concurrency 32, AckWait 30s, real metrics on a fresh registry, a JSON
-// logger at info writing nowhere. pull 0 keeps the default (Concurrency).
+// logger at info writing nowhere. pull 0 keeps the default (stream.AutoPullBatch).
 func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink downstream.Sink, pull int) stream.Options {
 	return stream.Options{
 		Policy:          retry.DefaultPolicy(),
