@@ -41,6 +41,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	cfg, err := config.Load(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		config.Usage(stderr)
+		fmt.Fprint(stderr, "\nSubcommands:\n  consumer dlq list|show|stats|replay|purge   work the dead-letter stream (consumer dlq --help)\n  consumer bench                              the performance figures (consumer bench --help)\n")
 		return exitOK
 	}
 	if err != nil {
