@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
@@ -52,11 +53,16 @@ func (e *env) reset(ctx context.Context) error {
 			return fmt.Errorf("delete stream %s: %w", name, err)
 		}
 	}
-	if _, err := e.js.CreateStream(ctx, e.topo.StreamConfig()); err != nil {
-		return fmt.Errorf("create stream: %w", err)
-	}
-	if _, err := e.js.CreateStream(ctx, e.topo.DLQStreamConfig()); err != nil {
-		return fmt.Errorf("create dead-letter stream: %w", err)
+	// A stream recreated right after its deletion can find its store still
+	// being removed ("error creating store for stream"): try again shortly.
+	d := retry.Driver{Policy: retry.Policy{Base: 50 * time.Millisecond, Cap: 500 * time.Millisecond, MaxAttempts: 10}}
+	for _, cfg := range []jetstream.StreamConfig{e.topo.StreamConfig(), e.topo.DLQStreamConfig()} {
+		if err := d.Do(ctx, func(ctx context.Context) error {
+			_, err := e.js.CreateStream(ctx, cfg)
+			return err
+		}); err != nil {
+			return fmt.Errorf("create stream %s: %w", cfg.Name, err)
+		}
 	}
 	return nil
 }
