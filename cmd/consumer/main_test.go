@@ -23,20 +23,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "consumer-bin")
-	if err != nil {
-		panic(err)
-	}
-	binary, err = proctest.Build(dir, true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { proctest.Main(m, true, &binary) }
 
 // start runs the binary with JSON logs at debug and the given flags.
 func start(t *testing.T, args ...string) *proctest.Proc {

@@ -49,32 +49,8 @@ func fanOut(e *env, pull int) starter {
 				err = cerr
 				return
 			}
-			work, quit := make(chan jetstream.Msg), make(chan struct{})
-			var wg sync.WaitGroup
-			for range fanOutWorkers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case m := <-work:
-							_ = m.Ack()
-						case <-quit:
-							return
-						}
-					}
-				}()
-			}
-			after := func() {
-				close(quit)
-				wg.Wait()
-			}
-			cc, cerr := cons.Consume(func(m jetstream.Msg) {
-				select {
-				case work <- m:
-				case <-quit:
-				}
-			}, jetstream.PullMaxMessages(pull))
+			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) { _ = m.Ack() })
+			cc, cerr := cons.Consume(dispatch, jetstream.PullMaxMessages(pull))
 			if cerr != nil {
 				after()
 				nc.Close()

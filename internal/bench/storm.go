@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -126,31 +125,10 @@ func nakWithDelay(e *env, url string, delay time.Duration) starter {
 				return
 			}
 			p := newPoster(url, httpConcurrency)
-			work, quit := make(chan jetstream.Msg), make(chan struct{})
-			var wg sync.WaitGroup
-			for range httpConcurrency {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case m := <-work:
-							settleFixed(ctx, p, m, delay)
-						case <-quit:
-							return
-						}
-					}
-				}()
-			}
-			cc, cerr := cons.Consume(func(m jetstream.Msg) {
-				select {
-				case work <- m:
-				case <-quit:
-				}
-			}, jetstream.PullMaxMessages(httpConcurrency))
+			dispatch, stopWorkers := workerPool(httpConcurrency, func(m jetstream.Msg) { settleFixed(ctx, p, m, delay) })
+			cc, cerr := cons.Consume(dispatch, jetstream.PullMaxMessages(httpConcurrency))
 			after := func() {
-				close(quit)
-				wg.Wait()
+				stopWorkers()
 				p.close()
 			}
 			if cerr != nil {

@@ -35,6 +35,24 @@ func Build(dir string, race bool) (string, error) {
 	return bin, nil
 }
 
+// Main builds the binary into a temporary directory, stores its path in
+// binary, runs the tests and exits: a TestMain in one call.
+func Main(m *testing.M, race bool, binary *string) {
+	dir, err := os.MkdirTemp("", "consumer-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary, err = Build(dir, race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // Proc is one consumer process whose stderr carries JSON log records.
 type Proc struct {
 	t    testing.TB

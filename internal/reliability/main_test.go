@@ -1,8 +1,6 @@
 package reliability_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/meterline/meter-consumer/internal/proctest"
@@ -10,17 +8,4 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "reliability-bin")
-	if err != nil {
-		panic(err)
-	}
-	binary, err = proctest.Build(dir, false)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { proctest.Main(m, false, &binary) }
