@@ -96,7 +96,7 @@ func TestHTTPStatus(t *testing.T) {
 		{409, false, classify.Transient, classify.CauseHTTP4xx},
 		{501, false, classify.Transient, classify.CauseHTTP5xx},
 		{599, false, classify.Transient, classify.CauseHTTP5xx},
-		{302, false, classify.Transient, classify.CauseHTTPOther},
+		{302, false, classify.Transient, classify.CauseRedirect},
 		{100, false, classify.Transient, classify.CauseHTTPOther},
 		{700, false, classify.Transient, classify.CauseHTTPOther},
 	}

@@ -49,11 +49,15 @@ const (
 	CauseHTTP504         Cause = "http_504"
 	CauseHTTP4xx         Cause = "http_4xx"   // any other 4xx
 	CauseHTTP5xx         Cause = "http_5xx"   // any other 5xx
-	CauseHTTPOther       Cause = "http_other" // 1xx, 3xx or a status outside 100-599
-	CauseTimeout         Cause = "timeout"
-	CauseConnection      Cause = "connection"
-	CausePanic           Cause = "panic"
-	CauseShutdown        Cause = "shutdown"
+	CauseHTTPOther       Cause = "http_other" // 1xx or a status outside 100-599
+	// CauseRedirect: a 3xx. A delivery is a 2xx answer to the POST itself;
+	// a redirect is never followed (a followed 302 turns into a GET without
+	// the body, whose 200 would ack a read nobody billed).
+	CauseRedirect   Cause = "redirect"
+	CauseTimeout    Cause = "timeout"
+	CauseConnection Cause = "connection"
+	CausePanic      Cause = "panic"
+	CauseShutdown   Cause = "shutdown"
 	// CauseUnsettled: a delivery past the attempt budget, because an earlier
 	// delivery ended without settling (a crash, an ack timeout, or a
 	// dead-letter copy that could not be stored).
@@ -69,7 +73,7 @@ func Causes() []Cause {
 		CauseHTTP400, CauseHTTP404, CauseHTTP405, CauseHTTP408, CauseHTTP410,
 		CauseHTTP413, CauseHTTP414, CauseHTTP415, CauseHTTP422, CauseHTTP425,
 		CauseRateLimited, CauseHTTP500, CauseHTTP502, CauseHTTP503, CauseHTTP504,
-		CauseHTTP4xx, CauseHTTP5xx, CauseHTTPOther,
+		CauseHTTP4xx, CauseHTTP5xx, CauseHTTPOther, CauseRedirect,
 		CauseTimeout, CauseConnection, CausePanic, CauseShutdown, CauseUnsettled, CauseUnknown,
 	}
 }

@@ -3,6 +3,7 @@ package classify
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,25 @@ func NewHTTP(permanent []int, now func() time.Time) (*HTTP, error) {
 // *Error whose Class follows the permanent set and whose RetryAfter comes from
 // the Retry-After header of a transient response.
 func (h *HTTP) Response(resp *http.Response) error {
-	return h.Status(resp.StatusCode, resp.Header.Get("Retry-After"))
+	err := h.Status(resp.StatusCode, resp.Header.Get("Retry-After"))
+	if e, ok := err.(*Error); ok && e.Cause == CauseRedirect {
+		e.Err = &StatusError{Code: resp.StatusCode, Location: redactLocation(resp.Header.Get("Location"))}
+	}
+	return err
+}
+
+// redactLocation keeps the scheme, host and path of a redirect target: a
+// query string or user info may carry a token.
+func redactLocation(v string) string {
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return "(unparsable)"
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = nil, "", "", "", false
+	return u.String()
 }
 
 // Status classifies a status code and its Retry-After header value.
@@ -81,13 +100,25 @@ var defaultSet = func() map[int]bool {
 }()
 
 // StatusError is a non-2xx HTTP status from the downstream.
-type StatusError struct{ Code int }
+type StatusError struct {
+	Code int
+	// Location is where a 3xx pointed (scheme, host and path only).
+	Location string
+}
 
 func (e *StatusError) Error() string {
+	s := fmt.Sprintf("downstream answered %d", e.Code)
 	if t := http.StatusText(e.Code); t != "" {
-		return fmt.Sprintf("downstream answered %d %s", e.Code, t)
+		s += " " + t
 	}
-	return fmt.Sprintf("downstream answered %d", e.Code)
+	if e.Code >= 300 && e.Code <= 399 {
+		s += " (a redirect is not followed: point downstream.url at the final address"
+		if e.Location != "" {
+			s += ", here " + e.Location
+		}
+		s += ")"
+	}
+	return s
 }
 
 // StatusCause maps a status to its cause in the closed set.
@@ -125,6 +156,8 @@ func StatusCause(code int) Cause {
 		return CauseHTTP504
 	}
 	switch {
+	case code >= 300 && code <= 399:
+		return CauseRedirect
 	case code >= 400 && code <= 499:
 		return CauseHTTP4xx
 	case code >= 500 && code <= 599:

@@ -38,7 +38,8 @@ type HTTPOptions struct {
 	Concurrency int
 	// Classifier decides permanent statuses; nil means the defaults.
 	Classifier *classify.HTTP
-	// Client replaces the built-in client (tests, TLS); its Timeout is left as is.
+	// Client replaces the built-in client (tests, TLS); its Timeout is left
+	// as is, its CheckRedirect is replaced: redirects are never followed.
 	Client *http.Client
 }
 
@@ -62,10 +63,16 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.Classifier == nil {
 		o.Classifier, _ = classify.NewHTTP(nil, nil)
 	}
-	client := o.Client
-	if client == nil {
-		client = &http.Client{Transport: NewTransport(max(o.Concurrency, 1))}
+	client := &http.Client{Transport: NewTransport(max(o.Concurrency, 1))}
+	if o.Client != nil {
+		c := *o.Client
+		client = &c
 	}
+	// A delivery is a 2xx answer to the POST of the read's body to the
+	// configured URL, nothing else: a followed 302 would become a GET without
+	// the body, and the 200 of a login page would ack a read nobody billed.
+	// The 3xx itself is returned and classified (classify.CauseRedirect).
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	h := &HTTP{url: o.URL, timeout: o.Timeout, client: client, classifier: o.Classifier}
 	return h, nil
 }

@@ -171,3 +171,41 @@ func ExampleHTTP_Deliver() {
 	// {"meter_id":"MTR-9","read_at":"2026-11-30T07:00:00Z","quantity":"0.1","unit":"m3","idempotency_key":"MTR-9@2026-11-30T07:00:00Z"}
 	// <nil>
 }
+
+// A delivery is a 2xx answer to the POST itself. Behind every 3xx sits a
+// page that answers 200 to a GET (a login page, the https twin of the URL):
+// following the redirect would ack a read that was never billed.
+func TestRedirectsAreNeverFollowed(t *testing.T) {
+	var posts, gets atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		_, _ = io.WriteString(w, "<html>sign in</html>")
+	})
+	for _, code := range []int{300, 301, 302, 303, 304, 305, 307, 308} {
+		mux.HandleFunc(fmt.Sprintf("/reads/%d", code), func(w http.ResponseWriter, r *http.Request) {
+			posts.Add(1)
+			w.Header().Set("Location", "/login?session=secret-token")
+			w.WriteHeader(code)
+		})
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, client := range []*http.Client{nil, {}} {
+		for _, code := range []int{300, 301, 302, 303, 304, 305, 307, 308} {
+			t.Run(fmt.Sprintf("%d custom-client=%v", code, client != nil), func(t *testing.T) {
+				h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: fmt.Sprintf("%s/reads/%d", srv.URL, code), Timeout: time.Second, Client: client})
+				require.NoError(t, err)
+				err = h.Deliver(t.Context(), mustRead(t))
+				var ce *classify.Error
+				require.ErrorAs(t, err, &ce, "a %d is not a delivery", code)
+				assert.Equal(t, classify.Transient, ce.Class)
+				assert.Equal(t, classify.CauseRedirect, ce.Cause)
+				assert.Contains(t, err.Error(), "/login", "the error says where it pointed")
+				assert.NotContains(t, err.Error(), "secret-token", "the query of a Location may carry a token")
+			})
+		}
+	}
+	assert.Equal(t, int64(16), posts.Load())
+	assert.Zero(t, gets.Load(), "no redirect was followed")
+}
