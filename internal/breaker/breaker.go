@@ -100,6 +100,7 @@ type Breaker struct {
 	mu        sync.Mutex
 	state     State
 	changed   chan struct{} // closed and replaced on every transition
+	round     uint64        // half-open rounds so far; a probe belongs to one
 	probes    int           // probes in flight (half-open)
 	successes int           // successful probes (half-open)
 	reopens   int           // consecutive failed probe rounds
@@ -113,8 +114,12 @@ type bucket struct {
 	calls, failures atomic.Int64
 }
 
-// Permit is what Acquire hands out; give it back to Done.
-type Permit struct{ probe bool }
+// Permit is what Acquire hands out; give it back to Done, or to Release
+// when the call ended without an answer about the downstream.
+type Permit struct {
+	probe bool
+	round uint64 // the half-open round a probe belongs to
+}
 
 // Probe reports whether the call was let through as a half-open probe.
 func (p Permit) Probe() bool { return p.probe }
@@ -155,8 +160,9 @@ func (b *Breaker) Acquire(ctx context.Context) (Permit, error) {
 			return Permit{}, nil
 		case b.state == HalfOpen && b.probes+b.successes < b.o.Probes:
 			b.probes++
+			round := b.round
 			b.mu.Unlock()
-			return Permit{probe: true}, nil
+			return Permit{probe: true, round: round}, nil
 		}
 		ch := b.changed
 		b.mu.Unlock()
@@ -178,7 +184,13 @@ func (b *Breaker) Done(p Permit, failed bool) {
 	}
 	var from, to State
 	b.mu.Lock()
-	if p.probe && b.state == HalfOpen {
+	if p.probe {
+		if !b.current(p) {
+			// A slow probe of an earlier round neither consumes nor
+			// decides this one.
+			b.mu.Unlock()
+			return
+		}
 		b.probes--
 		if failed {
 			from, to = b.transition(Open)
@@ -190,6 +202,26 @@ func (b *Breaker) Done(p Permit, failed bool) {
 	}
 	b.mu.Unlock()
 	b.notify(from, to)
+}
+
+// Release gives back a permit whose call ended without an answer about the
+// downstream (the process is stopping and cut it short): a probe frees its
+// place in the round without deciding it, and nothing is counted.
+func (b *Breaker) Release(p Permit) {
+	if !p.probe {
+		return
+	}
+	b.mu.Lock()
+	if b.current(p) {
+		b.probes--
+	}
+	b.mu.Unlock()
+}
+
+// current reports whether probe p belongs to the half-open round in
+// progress. Locked.
+func (b *Breaker) current(p Permit) bool {
+	return b.state == HalfOpen && p.round == b.round
 }
 
 // width is the time one bucket covers.
@@ -262,6 +294,7 @@ func (b *Breaker) transition(s State) (State, State) {
 		wait := b.coolDown()
 		b.stopTimer = b.o.AfterFunc(wait, b.halfOpen)
 	case HalfOpen:
+		b.round++
 		b.probes, b.successes = 0, 0
 	case Closed:
 		b.reopens = 0

@@ -175,3 +175,71 @@ func TestOptionsValidate(t *testing.T) {
 		assert.Error(t, err, "%+v", o)
 	}
 }
+
+func openIt(t *testing.T, b *breaker.Breaker) {
+	t.Helper()
+	for range 10 {
+		call(t, b, true)
+	}
+	require.Equal(t, breaker.Open, b.State())
+}
+
+// A probe that outlives its round (slow, then the round failed on another
+// probe) must not consume a place in, nor decide, the next round.
+func TestASlowProbeOfAnEarlierRoundDecidesNothing(t *testing.T) {
+	tests := []struct {
+		name   string
+		failed bool
+	}{
+		{"late success does not close", false},
+		{"late failure does not reopen", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, c, _ := newBreaker(t)
+			openIt(t, b)
+			c.coolDownOver()
+			slow, err := b.Acquire(t.Context())
+			require.NoError(t, err)
+			call(t, b, true) // the other probe fails: round 1 is over
+			require.Equal(t, breaker.Open, b.State())
+
+			c.coolDownOver() // round 2
+			p, err := b.Acquire(t.Context())
+			require.NoError(t, err)
+			require.True(t, p.Probe())
+			b.Done(slow, tt.failed)
+			assert.Equal(t, breaker.HalfOpen, b.State(), "the slow probe of round 1 decided nothing")
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			q, err := b.Acquire(ctx)
+			require.NoError(t, err, "round 2 still has its second place")
+			assert.True(t, q.Probe())
+			b.Done(p, false)
+			b.Done(q, false)
+			assert.Equal(t, breaker.Closed, b.State(), "round 2 is decided by its own probes")
+		})
+	}
+}
+
+// A probe cut short by a shutdown is not an answer: it frees its place
+// without closing or opening anything.
+func TestReleasedProbeIsNotASuccess(t *testing.T) {
+	b, c, _ := newBreaker(t)
+	openIt(t, b)
+	c.coolDownOver()
+	p1, err := b.Acquire(t.Context())
+	require.NoError(t, err)
+	p2, err := b.Acquire(t.Context())
+	require.NoError(t, err)
+	b.Release(p1)
+	b.Done(p2, false)
+	assert.Equal(t, breaker.HalfOpen, b.State(), "one success of two: not closed")
+	p3, err := b.Acquire(t.Context())
+	require.NoError(t, err)
+	require.True(t, p3.Probe(), "the released place is given again")
+	b.Done(p3, false)
+	assert.Equal(t, breaker.Closed, b.State())
+	b.Release(breaker.Permit{}) // a closed-state permit: nothing to give back
+	assert.Equal(t, breaker.Closed, b.State())
+}

@@ -10,6 +10,10 @@
 // Permanent failures (a 422 on one read) are answers from a healthy
 // downstream and count as successes.
 //
+// A probe belongs to the half-open round that let it through: a slow probe
+// that returns in a later round decides nothing. Release gives back a permit
+// whose call ended without an answer (a shutdown), without deciding.
+//
 // A Breaker is safe for concurrent use. Acquire returns the context's error
 // when it ends while waiting.
 package breaker
