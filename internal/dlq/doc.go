@@ -3,15 +3,23 @@
 // A copy is the original payload, byte for byte, published with JetStream to
 // "<prefix>.<original subject>" under the message id "dlq:<stream>:<seq>",
 // so a crash between the copy and the TERM of the original, followed by a
-// redelivery, never yields a second copy. The original headers are kept,
-// except those that would change how the dead-letter stream stores the copy
-// (Nats-Expected-*, Nats-TTL, Nats-Rollup, Nats-Schedule*); the original
-// Nats-Msg-Id moves to Dlq-Original-Msg-Id. Provenance headers (Dlq-*) say why
-// and when the read was dead-lettered.
+// redelivery within the dead-letter stream's duplicate window, never yields
+// a second copy; past the window, Stored finds the copy by its provenance.
+// The original headers are kept, except those nats-server acts on
+// (ServerHeader: every Nats-* header and KV-Operation), which would make the
+// dead-letter stream refuse, expire or roll up the copy; their names go in
+// Dlq-Dropped-Headers, and the original Nats-Msg-Id moves to
+// Dlq-Original-Msg-Id. Provenance headers (Dlq-*) say why and when the read
+// was dead-lettered. A copy that does not fit the server's size limit once
+// the Dlq-* headers are added has its payload truncated (Fit), marked with
+// Dlq-Truncated and Dlq-Original-Size, when the source stream keeps the full
+// read.
 //
 // Publish returns nil only once JetStream has confirmed the copy (a duplicate
 // of a copy already stored counts as confirmed); any other outcome wraps
-// ErrPublish, and the caller must not let the original go.
+// ErrPublish, and the caller must not let the original go. A copy the server
+// answered and refused also wraps ErrRejected (ErrTooLarge when it cannot be
+// made to fit): it needs a person, not a quick retry.
 //
 // Publisher is safe for concurrent use.
 package dlq

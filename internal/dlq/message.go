@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,16 @@ const (
 	HeaderPublishedAt    = "Dlq-Published-At"
 	HeaderDeadLetteredAt = "Dlq-Dead-Lettered-At"
 	HeaderOriginalMsgID  = "Dlq-Original-Msg-Id"
+	// HeaderDroppedHeaders names the original headers left off the copy
+	// because the server acts on them (see ServerHeader).
+	HeaderDroppedHeaders = "Dlq-Dropped-Headers"
+	// HeaderTruncated is "true" on a copy whose payload was cut to fit the
+	// server's limit; the full read stays in the source stream at
+	// Dlq-Sequence.
+	HeaderTruncated = "Dlq-Truncated"
+	// HeaderOriginalSize is the original payload's size in bytes, on a
+	// truncated copy.
+	HeaderOriginalSize = "Dlq-Original-Size"
 )
 
 // MaxErrorLen bounds the Dlq-Error header, in bytes.
@@ -70,16 +82,21 @@ func MsgID(stream string, seq uint64) string {
 
 // Build returns the dead-letter message for e, stamped as dead-lettered at now.
 func Build(prefix string, e Entry, now time.Time) *nats.Msg {
-	h := make(nats.Header, len(e.Header)+12)
+	h := make(nats.Header, len(e.Header)+13)
+	var dropped []string
 	for k, v := range e.Header {
-		if dropped(k) {
-			continue
-		}
-		if k == nats.MsgIdHdr {
+		switch {
+		case strings.EqualFold(k, nats.MsgIdHdr):
 			h[HeaderOriginalMsgID] = append([]string(nil), v...)
-			continue
+		case ServerHeader(k):
+			dropped = append(dropped, k)
+		default:
+			h[k] = append([]string(nil), v...)
 		}
-		h[k] = append([]string(nil), v...)
+	}
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		h[HeaderDroppedHeaders] = []string{strings.Join(dropped, ",")}
 	}
 	errText := ""
 	if e.Err != nil {
@@ -100,11 +117,47 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 	return &nats.Msg{Subject: Subject(prefix, e.Subject), Header: h, Data: e.Data}
 }
 
-// dropped reports headers that would change how the dead-letter stream
-// treats the copy: expectations, per-message TTL, rollups and schedules.
-func dropped(k string) bool {
-	return strings.HasPrefix(k, "Nats-Expected-") || k == "Nats-TTL" ||
-		k == "Nats-Rollup" || strings.HasPrefix(k, "Nats-Schedule")
+// ServerHeader reports whether nats-server acts on header k when a message
+// is published: every "Nats-" header (nats-server v2.15.2, server/stream.go:
+// Nats-Msg-Id, Nats-Expected-*, Nats-Rollup, Nats-TTL, Nats-Incr,
+// Nats-Batch-Id/-Sequence/-Commit, Nats-Schedule*, Nats-Required-Api-Level,
+// Nats-Trace-*, ...) and KV-Operation (a PURGE value makes a delete
+// marker). Such a header on a copy would make the dead-letter stream refuse
+// it (a read published in an atomic batch: every time), expire it or roll
+// other copies up. Matched without regard to case.
+func ServerHeader(k string) bool {
+	return len(k) >= 5 && strings.EqualFold(k[:5], "Nats-") || strings.EqualFold(k, "KV-Operation")
+}
+
+// headerSize is the size of h on the wire: "NATS/1.0\r\n", a
+// "Key: value\r\n" line per value, and a closing "\r\n".
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n") + 2
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return n
+}
+
+// Fit cuts m's payload so that headers and payload fit in limit bytes,
+// marking the copy with Dlq-Truncated and Dlq-Original-Size. It reports
+// whether it cut anything; it returns ErrTooLarge when even the headers do
+// not fit. A limit <= 0 means no limit.
+func Fit(m *nats.Msg, limit int) (bool, error) {
+	if limit <= 0 || headerSize(m.Header)+len(m.Data) <= limit {
+		return false, nil
+	}
+	size := len(m.Data)
+	m.Header[HeaderTruncated] = []string{"true"}
+	m.Header[HeaderOriginalSize] = []string{strconv.Itoa(size)}
+	room := limit - headerSize(m.Header)
+	if room < 0 {
+		return false, fmt.Errorf("%w: headers alone take %d of %d bytes", ErrTooLarge, headerSize(m.Header), limit)
+	}
+	m.Data = m.Data[:min(room, size):min(room, size)]
+	return true, nil
 }
 
 // OneLine folds s onto one line (control characters become spaces) and cuts

@@ -22,6 +22,8 @@ func TestBuildKeepsPayloadAndHeaders(t *testing.T) {
 		"Nats-Rollup":                 {"sub"},
 		"Nats-Schedule":               {"@at 2026-12-01T00:00:00Z"},
 		"Nats-Schedule-Target":        {"x"},
+		"Nats-Batch-Id":               {"b1"},
+		"Nats-Batch-Sequence":         {"1"},
 		"X-Head-End":                  {"he-7", "he-8"},
 	}
 	data := []byte(`{"meter_id":"MTR-1"}`)
@@ -49,6 +51,8 @@ func TestBuildKeepsPayloadAndHeaders(t *testing.T) {
 		"Dlq-Published-At":     {"2026-11-30T06:00:00.000000123Z"},
 		"Dlq-Dead-Lettered-At": {"2026-11-30T07:05:00.000000456Z"},
 		"Nats-Msg-Id":          {"dlq:METER_READS:42"},
+		"Dlq-Dropped-Headers": {"Nats-Batch-Id,Nats-Batch-Sequence,Nats-Expected-Last-Sequence,Nats-Expected-Stream," +
+			"Nats-Rollup,Nats-Schedule,Nats-Schedule-Target,Nats-TTL"},
 	}
 	assert.Equal(t, want, m.Header)
 	assert.Equal(t, []string{"he-1"}, orig["Nats-Msg-Id"], "the original headers are not modified")

@@ -1,0 +1,63 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stored reports whether a copy of the read e names (its stream and
+// sequence) was stored in the dead-letter stream between from and to. It
+// is how a copy is found once the dead-letter stream's duplicate window has
+// forgotten its message id: it reads the headers of the copies on the read's
+// dead-letter subject stored in that span, so the span must be short (the
+// time one dead-letter attempt can take, with a margin for clock skew).
+func (p *Publisher) Stored(ctx context.Context, e Entry, from, to time.Time) (bool, error) {
+	st, err := p.js.Stream(ctx, p.o.Stream)
+	if err != nil {
+		return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
+	}
+	start := from
+	oc, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{Subject(p.o.Prefix, e.Subject)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &start,
+		HeadersOnly:    true,
+		// An ephemeral consumer: gone soon after the look-up.
+		InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
+	}
+	seq := strconv.FormatUint(e.Sequence, 10)
+	for {
+		batch, err := oc.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
+		}
+		n, done := 0, false
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			h := m.Headers()
+			if h.Get(HeaderSequence) == seq && h.Get(HeaderStream) == e.Stream {
+				return true, nil
+			}
+			if md.Timestamp.After(to) || md.NumPending == 0 {
+				done = true
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
+		}
+		if done || n == 0 {
+			return false, nil
+		}
+	}
+}
