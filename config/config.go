@@ -35,6 +35,10 @@ type NATS struct {
 	Name     string `yaml:"name"` // connection name shown by the server
 	// Listen is where the embedded server listens when URL is empty.
 	Listen string `yaml:"listen"`
+	// Embedded allows an embedded server when URL is empty (the newcomer's
+	// and the demo's); a production deployment sets it false, so that a
+	// missing URL stops start-up instead of falling back to it.
+	Embedded bool `yaml:"embedded"`
 }
 
 // TLS is the client side of a TLS connection to NATS; every field is a path
@@ -51,6 +55,12 @@ type Stream struct {
 	Subjects []string `yaml:"subjects"`
 	Create   bool     `yaml:"create"` // create the stream and the DLQ stream if missing
 	Replicas int      `yaml:"replicas"`
+	// MaxAge and MaxBytes bound a created stream (0: unlimited).
+	MaxAge   time.Duration `yaml:"max_age"`
+	MaxBytes int           `yaml:"max_bytes"`
+	// Reconcile updates existing streams and the durable to these settings
+	// instead of refusing a durable the service cannot run on.
+	Reconcile bool `yaml:"reconcile"`
 }
 
 // Consumer is the durable pull consumer and its workers.
@@ -61,6 +71,9 @@ type Consumer struct {
 	MaxAckPending  int           `yaml:"max_ack_pending"`
 	HandlerTimeout time.Duration `yaml:"handler_timeout"`
 	PullBatch      int           `yaml:"pull_batch"` // messages one pull asks for; 0 = chosen from the concurrency
+	// RecordsBucket keeps each read's hand-backs and dead-letter decision;
+	// "" derives it from the stream and the durable.
+	RecordsBucket string `yaml:"records_bucket"`
 }
 
 // Retry is the backoff applied to a read that failed transiently.
@@ -98,6 +111,7 @@ type DLQ struct {
 	Stream     string        `yaml:"stream"`
 	Prefix     string        `yaml:"prefix"`     // copies go to <prefix>.<original subject>
 	Duplicates time.Duration `yaml:"duplicates"` // duplicate window of the DLQ stream
+	MaxBytes   int           `yaml:"max_bytes"`  // bound of a created DLQ stream (0: unlimited)
 }
 
 // Downstream is the HTTP service the reads are posted to.
@@ -127,11 +141,12 @@ type Shutdown struct {
 // validates only once one is set or Demo is true.
 func Default() Config {
 	return Config{
-		NATS: NATS{Name: "meter-consumer", Listen: "127.0.0.1:4222"},
+		NATS: NATS{Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true},
 		Stream: Stream{
 			Name:     "METER_READS",
 			Subjects: []string{"meter.reads.>"},
 			Replicas: 1,
+			MaxAge:   7 * 24 * time.Hour,
 		},
 		Consumer: Consumer{
 			Durable:        "meter-consumer",
@@ -159,6 +174,7 @@ func Default() Config {
 			Stream:     "METER_READS_DLQ",
 			Prefix:     "meter.dlq",
 			Duplicates: 20 * time.Minute,
+			MaxBytes:   1 << 30,
 		},
 		Downstream: Downstream{
 			Timeout:           5 * time.Second,

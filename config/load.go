@@ -59,23 +59,26 @@ func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDowns
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 
 	cfg := Default()
+	set := map[string]bool{} // YAML paths given by the file, the environment or a flag
 	path := getenv(configEnv)
 	if given[configFlag] {
 		path = *configPath
 	}
 	if path != "" {
-		if err := readFile(&cfg, path); err != nil {
+		if err := readFile(&cfg, path, set); err != nil {
 			return Config{}, nil, err
 		}
 	}
-	if err := applyEnv(&cfg, getenv); err != nil {
+	if err := applyEnv(&cfg, getenv, set); err != nil {
 		return Config{}, nil, err
 	}
 	for _, s := range settings {
 		if s.field != nil && given[s.flag] {
 			reflect.ValueOf(s.field(&cfg)).Elem().Set(reflect.ValueOf(s.field(&fromFlags)).Elem())
+			set[s.yaml] = true
 		}
 	}
+	cfg.derive(func(p string) bool { return set[p] })
 	if err := cfg.validate(needDownstream); err != nil {
 		return Config{}, nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -91,8 +94,9 @@ func addFlags(fs *flag.FlagSet, cfg *Config) {
 	}
 }
 
-// readFile overrides cfg with the settings in the YAML file at path.
-func readFile(cfg *Config, path string) error {
+// readFile overrides cfg with the settings in the YAML file at path, and
+// notes in set the YAML paths it gives.
+func readFile(cfg *Config, path string, set map[string]bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
@@ -107,6 +111,7 @@ func readFile(cfg *Config, path string) error {
 	if errs := unknownKeys(doc.Content[0], ""); len(errs) > 0 {
 		return fmt.Errorf("config file %s: %w", path, errors.Join(errs...))
 	}
+	yamlLeaves(doc.Content[0], "", set)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
@@ -168,9 +173,9 @@ func keysUnder(prefix string) []string {
 	return keys
 }
 
-// applyEnv overrides cfg with every set environment variable, and reports
-// every one that does not parse.
-func applyEnv(cfg *Config, getenv func(string) string) error {
+// applyEnv overrides cfg with every set environment variable, notes their
+// YAML paths in set, and reports every one that does not parse.
+func applyEnv(cfg *Config, getenv func(string) string, set map[string]bool) error {
 	var errs []error
 	for _, s := range settings {
 		if s.env == "" || s.field == nil {
@@ -180,6 +185,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		if v == "" {
 			continue
 		}
+		set[s.yaml] = true
 		if err := parseValue(s.field(cfg), v); err != nil {
 			shown := fmt.Sprintf("%q", v)
 			if s.secret {

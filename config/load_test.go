@@ -120,10 +120,10 @@ func TestLoadEveryEnvAndFlag(t *testing.T) {
 	want := config.Default()
 	want.NATS = config.NATS{
 		URL: "nats://a:4222,nats://b:4222", Creds: "u.creds", User: "alice", Password: "s3cret",
-		NKeySeed: "seed.nk", TLS: config.TLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}, Name: "meter-consumer", Listen: "127.0.0.1:4222",
+		NKeySeed: "seed.nk", TLS: config.TLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}, Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true,
 	}
 	want.Stream.Name, want.Consumer.Durable, want.Stream.Replicas = "S", "D", 3
-	want.DLQ = config.DLQ{Stream: "SD", Prefix: "dead", Duplicates: time.Hour}
+	want.DLQ = config.DLQ{Stream: "SD", Prefix: "dead", Duplicates: time.Hour, MaxBytes: 1 << 30}
 	want.Downstream.Timeout, want.Downstream.PermanentStatuses = 2*time.Second, []int{400, 422}
 	want.Consumer.AckWait, want.Consumer.MaxAckPending, want.Consumer.HandlerTimeout = time.Minute, 64, 20*time.Second
 	want.Retry.Base, want.Retry.Cap, want.Retry.MaxServerWait = time.Second, time.Minute, 0
@@ -149,7 +149,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing file from env", nil, map[string]string{"CONSUMER_CONFIG": missing}, []string{missing}},
 		{"unknown yaml keys", []string{"--config", unknown}, nil, []string{
 			"config file " + unknown,
-			`line 3: unknown key "consumer.ack_wiat" (valid keys here: durable, concurrency, ack_wait, max_ack_pending, pull_batch, handler_timeout)`,
+			`line 3: unknown key "consumer.ack_wiat" (valid keys here: durable, concurrency, ack_wait, max_ack_pending, pull_batch, handler_timeout, records_bucket)`,
 			`line 4: unknown key "streams"`,
 		}},
 		{"yaml duration as a number", []string{"--config", badType}, nil, []string{"config file " + badType, "time.Duration"}},

@@ -30,19 +30,24 @@ var settings = []setting{
 	{flag: "nats-cert", env: "NATS_CERT", yaml: "nats.tls.cert", help: "path to the client certificate; needs nats.tls.key", field: func(c *Config) any { return &c.NATS.TLS.Cert }},
 	{flag: "nats-key", env: "NATS_KEY", yaml: "nats.tls.key", help: "path to the client certificate's private key", field: func(c *Config) any { return &c.NATS.TLS.Key }},
 	{flag: "nats-listen", env: "CONSUMER_NATS_LISTEN", yaml: "nats.listen", help: "host:port of the embedded server; used when nats.url is empty", field: func(c *Config) any { return &c.NATS.Listen }},
+	{flag: "nats-embedded", env: "CONSUMER_NATS_EMBEDDED", yaml: "nats.embedded", help: "start an embedded server when nats.url is empty (a newcomer's machine, the demo); false refuses to start without nats.url, as a production deployment should", field: func(c *Config) any { return &c.NATS.Embedded }},
 	{flag: "nats-name", env: "CONSUMER_NATS_NAME", yaml: "nats.name", help: "connection name shown by the NATS server", field: func(c *Config) any { return &c.NATS.Name }},
 
 	{flag: "stream", env: "CONSUMER_STREAM", yaml: "stream.name", help: "JetStream stream holding the meter reads", field: func(c *Config) any { return &c.Stream.Name }},
 	{flag: "subjects", env: "CONSUMER_SUBJECTS", yaml: "stream.subjects", help: "subjects to consume, comma-separated", field: func(c *Config) any { return &c.Stream.Subjects }},
 	{flag: "create-streams", env: "CONSUMER_CREATE_STREAMS", yaml: "stream.create", help: "create the stream and the dead-letter stream if they are missing", field: func(c *Config) any { return &c.Stream.Create }},
 	{flag: "replicas", env: "CONSUMER_REPLICAS", yaml: "stream.replicas", help: "replicas of a created stream, 1 to 5", field: func(c *Config) any { return &c.Stream.Replicas }},
+	{flag: "stream-max-age", env: "CONSUMER_STREAM_MAX_AGE", yaml: "stream.max_age", help: "max age of a created stream: a read older than this is deleted, settled or not (alerted on at half of it); 0 = unlimited", field: func(c *Config) any { return &c.Stream.MaxAge }},
+	{flag: "stream-max-bytes", env: "CONSUMER_STREAM_MAX_BYTES", yaml: "stream.max_bytes", help: "max bytes of a created stream; when full it refuses new reads (discard new), never drops old ones; 0 = unlimited", field: func(c *Config) any { return &c.Stream.MaxBytes }},
+	{flag: "reconcile", env: "CONSUMER_RECONCILE", yaml: "stream.reconcile", help: "update existing streams and the durable to these settings; without it a durable the service cannot run on stops start-up, and stream differences are only logged", field: func(c *Config) any { return &c.Stream.Reconcile }},
 
 	{flag: "durable", env: "CONSUMER_DURABLE", yaml: "consumer.durable", help: "durable consumer name", field: func(c *Config) any { return &c.Consumer.Durable }},
 	{flag: "concurrency", env: "CONSUMER_CONCURRENCY", yaml: "consumer.concurrency", help: "reads handled at once, 1 to 4096", field: func(c *Config) any { return &c.Consumer.Concurrency }},
-	{flag: "ack-wait", env: "CONSUMER_ACK_WAIT", yaml: "consumer.ack_wait", help: "how long the server waits for an ack before redelivering; >= 1s", field: func(c *Config) any { return &c.Consumer.AckWait }},
+	{flag: "ack-wait", env: "CONSUMER_ACK_WAIT", yaml: "consumer.ack_wait", help: "how long the server waits for an ack before redelivering; >= 1s; when not set: max(30s, 2 x handler_timeout)", field: func(c *Config) any { return &c.Consumer.AckWait }},
 	{flag: "max-ack-pending", env: "CONSUMER_MAX_ACK_PENDING", yaml: "consumer.max_ack_pending", help: "reads delivered but not yet acked, those waiting out a retry included; >= concurrency", field: func(c *Config) any { return &c.Consumer.MaxAckPending }},
-	{flag: "pull-batch", env: "CONSUMER_PULL_BATCH", yaml: "consumer.pull_batch", help: "messages one pull asks for (the client buffer); 0 = 4 x concurrency, less if needed so that ceil(pull_batch/concurrency) x handler_timeout < ack_wait", field: func(c *Config) any { return &c.Consumer.PullBatch }},
-	{flag: "handler-timeout", env: "CONSUMER_HANDLER_TIMEOUT", yaml: "consumer.handler_timeout", help: "time allowed to handle one delivery; < ack wait", field: func(c *Config) any { return &c.Consumer.HandlerTimeout }},
+	{flag: "pull-batch", env: "CONSUMER_PULL_BATCH", yaml: "consumer.pull_batch", help: "messages one pull asks for (the client buffer); 0 = 4 x concurrency, less if needed so that ceil(pull_batch/concurrency) x handler_timeout < ack_wait (a buffered read waits at most that long)", field: func(c *Config) any { return &c.Consumer.PullBatch }},
+	{flag: "handler-timeout", env: "CONSUMER_HANDLER_TIMEOUT", yaml: "consumer.handler_timeout", help: "time allowed to handle one delivery, the dead-letter copy included; < ack wait; when not set: min(6s, 4/5 ack_wait), raised to downstream.timeout + max(1/5 of it, 100ms) when that is set", field: func(c *Config) any { return &c.Consumer.HandlerTimeout }},
+	{flag: "records-bucket", env: "CONSUMER_RECORDS_BUCKET", yaml: "consumer.records_bucket", help: `key-value bucket of each read's hand-backs and dead-letter decision; "" = <stream>_<durable>_records`, field: func(c *Config) any { return &c.Consumer.RecordsBucket }},
 
 	{flag: "retry-base", env: "CONSUMER_RETRY_BASE", yaml: "retry.base", help: "ceiling of the first retry delay", field: func(c *Config) any { return &c.Retry.Base }},
 	{flag: "retry-cap", env: "CONSUMER_RETRY_CAP", yaml: "retry.cap", help: "largest ceiling of any retry delay; >= retry base", field: func(c *Config) any { return &c.Retry.Cap }},
@@ -59,10 +64,11 @@ var settings = []setting{
 
 	{flag: "dlq-stream", env: "CONSUMER_DLQ_STREAM", yaml: "dlq.stream", help: "JetStream stream holding dead-letter copies", field: func(c *Config) any { return &c.DLQ.Stream }},
 	{flag: "dlq-prefix", env: "CONSUMER_DLQ_PREFIX", yaml: "dlq.prefix", help: "dead-letter copies go to <prefix>.<original subject>; must not overlap the consumed subjects", field: func(c *Config) any { return &c.DLQ.Prefix }},
-	{flag: "dlq-duplicates", env: "CONSUMER_DLQ_DUPLICATES", yaml: "dlq.duplicates", help: "duplicate window of a created dead-letter stream; >= 10m", field: func(c *Config) any { return &c.DLQ.Duplicates }},
+	{flag: "dlq-duplicates", env: "CONSUMER_DLQ_DUPLICATES", yaml: "dlq.duplicates", help: "duplicate window of a created dead-letter stream; >= 10m (past it a copy is looked for before it is made again)", field: func(c *Config) any { return &c.DLQ.Duplicates }},
+	{flag: "dlq-max-bytes", env: "CONSUMER_DLQ_MAX_BYTES", yaml: "dlq.max_bytes", help: "max bytes of a created dead-letter stream (no max age: a copy waits for a person); when full new copies are refused and their reads stay unsettled; 0 = unlimited", field: func(c *Config) any { return &c.DLQ.MaxBytes }},
 
 	{flag: "downstream-url", env: "CONSUMER_DOWNSTREAM_URL", yaml: "downstream.url", help: "http(s) URL the reads are posted to; required unless demo", field: func(c *Config) any { return &c.Downstream.URL }},
-	{flag: "downstream-timeout", env: "CONSUMER_DOWNSTREAM_TIMEOUT", yaml: "downstream.timeout", help: "timeout of one downstream request; < handler timeout", field: func(c *Config) any { return &c.Downstream.Timeout }},
+	{flag: "downstream-timeout", env: "CONSUMER_DOWNSTREAM_TIMEOUT", yaml: "downstream.timeout", help: "timeout of one downstream request; < handler timeout; when not set: min(5s, 5/6 handler_timeout)", field: func(c *Config) any { return &c.Downstream.Timeout }},
 	{flag: "permanent-statuses", env: "CONSUMER_PERMANENT_STATUSES", yaml: "downstream.permanent_statuses", help: "downstream HTTP statuses that are never retried, comma-separated, 400 to 599", field: func(c *Config) any { return &c.Downstream.PermanentStatuses }},
 
 	{flag: "http-addr", env: "CONSUMER_HTTP_ADDR", yaml: "http.addr", help: `host:port of the health and metrics server; "" disables it`, field: func(c *Config) any { return &c.HTTP.Addr }},

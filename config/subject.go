@@ -77,3 +77,16 @@ func subjectsOverlap(a, b string) bool {
 	}
 	return len(at) == len(bt)
 }
+
+// validBucket reports a valid key-value bucket name.
+func validBucket(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -94,6 +94,9 @@ func (c Config) validateNATS(p *problems) {
 	if n.TLS.Key != "" && n.TLS.Cert == "" {
 		p.addf("nats.tls.key (%q) is set but nats.tls.cert is empty: a client key needs its certificate", n.TLS.Key)
 	}
+	if n.URL == "" && !n.Embedded {
+		p.addf(`nats.url ("") is required when nats.embedded is false: give the NATS servers' URLs (an embedded server is for a newcomer's machine and the demo only)`)
+	}
 	if n.URL == "" {
 		if _, _, err := net.SplitHostPort(n.Listen); err != nil {
 			p.addf("nats.listen (%q) must be host:port, e.g. 127.0.0.1:4222, when nats.url is empty", n.Listen)
@@ -122,6 +125,14 @@ func (c Config) validateStream(p *problems) {
 			p.addf("stream.subjects[%d] (%q) must be %s", i, subj, subjectRule)
 		}
 	}
+	if s.MaxAge < 0 {
+		p.addf("stream.max_age (%s) must be >= 0 (0: unlimited)", s.MaxAge)
+	} else if s.MaxAge > 0 && s.MaxAge < time.Hour {
+		p.addf("stream.max_age (%s) must be 0 (unlimited) or >= 1h: a read older than this is deleted, settled or not", s.MaxAge)
+	}
+	if s.MaxBytes < 0 {
+		p.addf("stream.max_bytes (%d) must be >= 0 (0: unlimited)", s.MaxBytes)
+	}
 	switch {
 	case s.Replicas < 1 || s.Replicas > 5:
 		p.addf("stream.replicas (%d) must be between 1 and 5", s.Replicas)
@@ -134,6 +145,9 @@ func (c Config) validateConsumer(p *problems) {
 	k := c.Consumer
 	if !validName(k.Durable) {
 		p.addf("consumer.durable (%q) must be %s", k.Durable, nameRule)
+	}
+	if k.RecordsBucket != "" && !validBucket(k.RecordsBucket) {
+		p.addf("consumer.records_bucket (%q) must be a key-value bucket name: letters, digits, '-' and '_' only", k.RecordsBucket)
 	}
 	switch {
 	case k.Concurrency < 1:
@@ -152,7 +166,7 @@ func (c Config) validateConsumer(p *problems) {
 	case k.HandlerTimeout <= 0:
 		p.addf("consumer.handler_timeout (%s) must be > 0", k.HandlerTimeout)
 	case k.HandlerTimeout >= k.AckWait:
-		p.addf("consumer.handler_timeout (%s) must be < consumer.ack_wait (%s), so a handler gives up before the server redelivers",
+		p.addf("consumer.handler_timeout (%s) must be < consumer.ack_wait (%s), so a handler gives up before the server redelivers (a setting not given is derived from the others: give fewer of them, or consistent ones)",
 			k.HandlerTimeout, k.AckWait)
 	}
 	switch {
@@ -206,6 +220,9 @@ func (c Config) validateDLQ(p *problems) {
 	}
 	if d.Duplicates < 10*time.Minute {
 		p.addf("dlq.duplicates (%s) must be >= 10m", d.Duplicates)
+	}
+	if d.MaxBytes < 0 {
+		p.addf("dlq.max_bytes (%d) must be >= 0 (0: unlimited)", d.MaxBytes)
 	}
 }
 

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The built-in values the derived defaults start from.
+const (
+	defaultAckWait           = 30 * time.Second
+	defaultHandlerTimeout    = 6 * time.Second
+	defaultDownstreamTimeout = 5 * time.Second
+)
+
+// derive sets the settings whose valid range depends on another, when they
+// were not given (by the file, the environment or a flag), from the ones
+// that were: downstream.timeout < consumer.handler_timeout <
+// consumer.ack_wait. Only a contradiction between given settings is then
+// left for Validate to refuse. consumer.pull_batch 0 is derived later, from
+// the values these end with (see stream.AutoPullBatch).
+//
+//   - handler_timeout: min(6s, 4/5 ack_wait), raised to downstream.timeout +
+//     max(1/5 of it, 100ms) when downstream.timeout is given, and kept below a
+//     given ack_wait;
+//   - ack_wait: max(30s, 2 x handler_timeout);
+//   - downstream.timeout: min(5s, 5/6 handler_timeout).
+func (c *Config) derive(given func(yamlPath string) bool) {
+	k, d := &c.Consumer, &c.Downstream
+	ack := k.AckWait
+	if !given("consumer.ack_wait") {
+		ack = defaultAckWait
+	}
+	if !given("consumer.handler_timeout") {
+		h := min(defaultHandlerTimeout, ack*4/5)
+		if given("downstream.timeout") {
+			h = max(h, d.Timeout+max(d.Timeout/5, 100*time.Millisecond))
+			if given("consumer.ack_wait") && h >= ack {
+				h = ack * 4 / 5
+			}
+		}
+		k.HandlerTimeout = h
+	}
+	if !given("consumer.ack_wait") {
+		k.AckWait = max(defaultAckWait, 2*k.HandlerTimeout)
+	}
+	if !given("downstream.timeout") {
+		d.Timeout = min(defaultDownstreamTimeout, k.HandlerTimeout*5/6)
+	}
+}
+
+// yamlLeaves returns the YAML paths of the settings the mapping n sets.
+func yamlLeaves(n *yaml.Node, prefix string, into map[string]bool) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		path := prefix + n.Content[i].Value
+		if isLeaf(path) {
+			into[path] = true
+			continue
+		}
+		yamlLeaves(n.Content[i+1], path+".", into)
+	}
+}

@@ -1,0 +1,78 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/config"
+)
+
+// A setting whose valid range depends on another defaults to a value
+// derived from the ones given; only a contradiction between given settings
+// is refused.
+func TestDependentDefaultsAreDerived(t *testing.T) {
+	tests := []struct {
+		name                           string
+		give                           []string
+		wantAck, wantHandler, wantDown time.Duration
+	}{
+		{"none given", nil, 30 * time.Second, 6 * time.Second, 5 * time.Second},
+		{"a short ack wait", []string{"--ack-wait", "5s"}, 5 * time.Second, 4 * time.Second, 3333333333},
+		{"a one-second ack wait", []string{"--ack-wait", "1s"}, time.Second, 800 * time.Millisecond, 666666666},
+		{"a long downstream timeout", []string{"--downstream-timeout", "20s"}, 48 * time.Second, 24 * time.Second, 20 * time.Second},
+		{"a long handler timeout", []string{"--handler-timeout", "40s"}, 80 * time.Second, 40 * time.Second, 5 * time.Second},
+		{"a short handler timeout", []string{"--handler-timeout", "1s"}, 30 * time.Second, time.Second, 833333333},
+		{"ack wait and downstream", []string{"--ack-wait", "10s", "--downstream-timeout", "7s"}, 10 * time.Second, 8400 * time.Millisecond, 7 * time.Second},
+		{"all given", []string{"--ack-wait", "10s", "--handler-timeout", "9s", "--downstream-timeout", "8s"}, 10 * time.Second, 9 * time.Second, 8 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Load(append([]string{"--demo"}, tt.give...), nil)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantAck, cfg.Consumer.AckWait, "ack wait")
+			assert.Equal(t, tt.wantHandler, cfg.Consumer.HandlerTimeout, "handler timeout")
+			assert.Equal(t, tt.wantDown, cfg.Downstream.Timeout, "downstream timeout")
+		})
+	}
+}
+
+func TestDerivedFromTheFileAndTheEnvironmentToo(t *testing.T) {
+	path := writeFile(t, "consumer:\n  ack_wait: 5s\n")
+	cfg, err := config.Load([]string{"--demo", "--config", path}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 4*time.Second, cfg.Consumer.HandlerTimeout)
+
+	cfg, err = config.Load([]string{"--demo"}, env(map[string]string{"CONSUMER_DOWNSTREAM_TIMEOUT": "10s"}))
+	require.NoError(t, err)
+	assert.Equal(t, 12*time.Second, cfg.Consumer.HandlerTimeout)
+}
+
+func TestExplicitContradictionsAreRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		give []string
+		want string
+	}{
+		{"handler timeout past the ack wait", []string{"--ack-wait", "5s", "--handler-timeout", "6s"}, "consumer.handler_timeout (6s) must be < consumer.ack_wait (5s)"},
+		{"downstream timeout past the ack wait", []string{"--ack-wait", "5s", "--downstream-timeout", "10s"}, "downstream.timeout (10s) must be < consumer.handler_timeout (4s)"},
+		{"downstream past the handler", []string{"--handler-timeout", "2s", "--downstream-timeout", "3s"}, "downstream.timeout (3s) must be < consumer.handler_timeout (2s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Load(append([]string{"--demo"}, tt.give...), nil)
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestProductionRefusesTheEmbeddedServer(t *testing.T) {
+	_, err := config.Load([]string{"--demo", "--nats-embedded=false"}, nil)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `nats.url ("") is required when nats.embedded is false`)
+	_, err = config.Load([]string{"--demo", "--nats-url", "nats://nats:4222"}, env(map[string]string{"CONSUMER_NATS_EMBEDDED": "false"}))
+	require.NoError(t, err)
+}
