@@ -79,6 +79,16 @@ func (e *env) durable(ctx context.Context, name string, maxAckPending int) (jets
 	if err != nil {
 		return nil, fmt.Errorf("create durable %s: %w", name, err)
 	}
+	// Its records bucket, fresh: the stream was recreated, and sequences
+	// start again.
+	topo := e.topo
+	topo.Durable = name
+	if err := e.js.DeleteKeyValue(ctx, topo.Bucket()); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("delete records bucket of %s: %w", name, err)
+	}
+	if _, err := e.js.CreateKeyValue(ctx, topo.RecordsConfig()); err != nil {
+		return nil, fmt.Errorf("create records bucket of %s: %w", name, err)
+	}
 	return cons, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/breaker"
@@ -45,8 +46,11 @@ const LagInterval = 15 * time.Second
 func Topology(cfg config.Config) stream.Topology {
 	return stream.Topology{
 		Stream: cfg.Stream.Name, Subjects: cfg.Stream.Subjects, Durable: cfg.Consumer.Durable,
+		MaxAge: cfg.Stream.MaxAge, MaxBytes: int64(cfg.Stream.MaxBytes),
 		DLQStream: cfg.DLQ.Stream, DLQPrefix: cfg.DLQ.Prefix, DLQDuplicates: cfg.DLQ.Duplicates,
+		DLQMaxBytes: int64(cfg.DLQ.MaxBytes), RecordsBucket: cfg.Consumer.RecordsBucket,
 		Replicas: cfg.Stream.Replicas, AckWait: cfg.Consumer.AckWait, MaxAckPending: cfg.Consumer.MaxAckPending,
+		Reconcile: cfg.Stream.Reconcile,
 	}
 }
 
@@ -61,7 +65,9 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if rnd == nil {
 		rnd = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	log.Info("starting meter-consumer", slog.Any("config", cfg))
+	embedded := cfg.NATS.URL == ""
+	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
+	embeddedGauge(deps.Registry, embedded)
 
 	var cleanups []func()
 	defer func() {
@@ -96,14 +102,21 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	topo := Topology(cfg)
-	var cons jetstream.Consumer
+	var set *stream.Setup
 	if create {
-		cons, err = stream.Ensure(ctx, js, topo)
+		set, err = stream.Ensure(ctx, js, topo)
 	} else {
-		cons, err = stream.Lookup(ctx, js, topo)
+		set, err = stream.Lookup(ctx, js, topo)
 	}
 	if err != nil {
 		return err
+	}
+	for _, w := range set.Warnings {
+		log.Warn(w)
+	}
+	if set.AckWait != cfg.Consumer.AckWait {
+		log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
+			slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", cfg.Consumer.AckWait))
 	}
 
 	sink, err := sinkFor(ctx, cfg, js, log, &cleanups)
@@ -115,14 +128,17 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Concurrency:     cfg.Consumer.Concurrency,
 		PullBatch:       cfg.Consumer.PullBatch,
 		HandlerTimeout:  cfg.Consumer.HandlerTimeout,
-		AckWait:         cfg.Consumer.AckWait,
+		AckWait:         set.AckWait,
 		ShutdownTimeout: cfg.Shutdown.Timeout,
 		Sink:            sink,
-		DeadLetter:      dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream}),
-		Metrics:         stream.NewMetrics(deps.Registry),
-		Logger:          log,
-		Rand:            rnd,
-		Breaker:         breakerOptions(cfg.Breaker),
+		DeadLetter: dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream,
+			MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads}),
+		DeadLetterWindow: set.DeadLetterWindow,
+		Records:          set.Records,
+		Metrics:          stream.NewMetrics(deps.Registry),
+		Logger:           log,
+		Rand:             rnd,
+		Breaker:          breakerOptions(cfg.Breaker),
 	})
 	if err != nil {
 		return err
@@ -134,6 +150,8 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			return false, "not connected to NATS (" + nc.Status().String() + ")"
 		case !consumer.Consuming():
 			return false, "not consuming"
+		case embedded:
+			return true, "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
 		}
 		return true, "ok"
 	}, log)
@@ -163,7 +181,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
 		slog.String("http", httpAddr))
-	runErr := consumer.Run(ctx, cons)
+	runErr := consumer.Run(ctx, set.Consumer)
 	stopLag()
 	<-lagDone
 
@@ -181,6 +199,27 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// copyLimit is the largest dead-letter copy: the connection's max payload,
+// or the dead-letter stream's max message size when that is smaller.
+func copyLimit(maxPayload, streamMax int) int {
+	if streamMax > 0 && streamMax < maxPayload {
+		return streamMax
+	}
+	return maxPayload
+}
+
+// embeddedGauge exports whether this process runs on its own embedded NATS
+// server, which a production deployment never should.
+func embeddedGauge(reg prometheus.Registerer, embedded bool) {
+	g := promauto.With(reg).NewGauge(prometheus.GaugeOpts{
+		Namespace: "meter_consumer", Name: "embedded_nats",
+		Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
+	})
+	if embedded {
+		g.Set(1)
+	}
 }
 
 // drain drains the connection and waits until it is closed.

@@ -12,16 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
-	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
-
-// DeadLetterer stores the dead-letter copy of a read; nil error means
-// JetStream confirmed it. *dlq.Publisher is the production implementation.
-type DeadLetterer interface {
-	Publish(ctx context.Context, e dlq.Entry) error
-}
 
 // Options configures a Consumer. Sink, DeadLetter and Metrics are required.
 type Options struct {
@@ -31,8 +24,9 @@ type Options struct {
 	// PullBatch is how many messages one pull asks for; it bounds the client
 	// buffer (default AutoPullBatch).
 	PullBatch int
-	// HandlerTimeout bounds the delivery of one read (default 10s); it must
-	// be shorter than the consumer's AckWait.
+	// HandlerTimeout bounds the work on one delivery: the record look-up,
+	// the downstream call and the dead-letter copy (default 10s, at most
+	// half the AckWait); it must be shorter than the consumer's AckWait.
 	HandlerTimeout time.Duration
 	// AckWait is the durable consumer's AckWait; in-progress signals keep
 	// long work and held reads alive at half of it (default 30s).
@@ -42,6 +36,13 @@ type Options struct {
 	// DeadLetterRetry drives in-process retries of a dead-letter publish
 	// before the original is NAKed (default 3 attempts, 100ms base, 1s cap).
 	DeadLetterRetry retry.Policy
+	// DeadLetterWindow is the dead-letter stream's duplicate window: a copy
+	// first tried longer ago than that is looked for before it is made
+	// again. 0 (unknown): always look.
+	DeadLetterWindow time.Duration
+	// Records keeps what the delivery count cannot tell about a read (its
+	// hand-backs, its dead-letter decision); nil keeps nothing.
+	Records Records
 
 	// Breaker, when set, opens on a downstream that fails as a whole: the
 	// consumer stops pulling and holds its reads until probes succeed.
@@ -70,7 +71,7 @@ type Consumer struct {
 	delayer *delayer
 
 	consuming atomic.Bool
-	unstored  unstoredCopies
+	records   Records
 	// sinkBounded: the sink bounds every call itself within the handler
 	// timeout, so deliver need not add a timeout of its own.
 	sinkBounded bool
@@ -97,7 +98,7 @@ func New(o Options) (*Consumer, error) {
 		o.HandlerTimeout = min(10*time.Second, o.AckWait/2)
 	}
 	if o.HandlerTimeout >= o.AckWait {
-		return nil, fmt.Errorf("stream: handler timeout (%s) must be shorter than ack wait (%s)", o.HandlerTimeout, o.AckWait)
+		return nil, fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (--reconcile sets it to consumer.ack_wait)", o.HandlerTimeout, o.AckWait)
 	}
 	if o.PullBatch <= 0 {
 		o.PullBatch = AutoPullBatch(o.Concurrency, o.HandlerTimeout, o.AckWait)
@@ -117,7 +118,10 @@ func New(o Options) (*Consumer, error) {
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	c := &Consumer{o: o, log: o.Logger, m: o.Metrics}
+	c := &Consumer{o: o, log: o.Logger, m: o.Metrics, records: o.Records}
+	if c.records == nil {
+		c.records = noRecords{}
+	}
 	if b, ok := o.Sink.(interface{ Timeout() time.Duration }); ok && b.Timeout() > 0 && b.Timeout() <= o.HandlerTimeout {
 		c.sinkBounded = true
 	}
@@ -176,76 +180,32 @@ const PullExpiry = 5 * time.Second
 // subscription on its own (for example, the durable consumer was deleted).
 var ErrConsumeStopped = errors.New("consuming stopped by the server")
 
-// Run consumes until ctx ends, then shuts down gracefully: it stops pulling,
+// Run consumes until ctx ends, then stops gracefully: it stops pulling,
 // lets in-flight reads finish and settles them, up to ShutdownTimeout; past
-// it, unfinished reads are NAKed for another replica. Held reads go back to
-// the server with the rest of their delay. The caller drains the connection
-// afterwards, which flushes every settlement.
+// it, unfinished reads are handed back (recorded, uncharged) for another
+// replica. Parked reads are handed back the same way; held reads go back
+// with the rest of their delay. Every read stays kept alive until it is
+// handed back. The caller drains the connection afterwards, which flushes
+// every settlement.
 func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
-	// hard is cancelled only when a graceful stop runs out of time.
+	// Three lifetimes. ctx is the caller's: when it ends, the graceful stop
+	// begins. hard ends when that stop has run out of time: calls still in
+	// flight are cut. alive is the keep-alives': it outlives both, and ends
+	// only once every read has been settled or handed back.
 	hard, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
-
-	bg, bgStop := context.WithCancel(context.WithoutCancel(ctx))
-	var bgDone sync.WaitGroup
-	bgDone.Add(1)
-	go func() {
-		defer bgDone.Done()
-		c.delayer.run(bg)
-	}()
-
-	work := make(chan jetstream.Msg)
-	unparked := make(chan struct{})
-	quit := make(chan struct{})
-	var workers sync.WaitGroup
-	// Keep-alives run until the last worker is done, past the other
-	// background loops.
-	keepCtx, keepStop := context.WithCancel(context.WithoutCancel(ctx))
-	keepDone := make(chan struct{})
-	go func() {
-		defer close(keepDone)
-		c.keepers.run(keepCtx)
-	}()
-	defer func() {
-		keepStop()
-		<-keepDone
-	}()
-	for _, s := range c.keepers.slots {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for {
-				select {
-				case msg := <-work:
-					c.handle(ctx, hard, msg, s)
-				case <-unparked:
-					if msg, ok := c.delayer.takeParked(); ok {
-						c.handle(ctx, hard, msg, s)
-					}
-				case <-quit:
-					return
-				}
-			}
-		}()
+	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
+	var aliveDone sync.WaitGroup
+	aliveDone.Add(2)
+	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
+	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
+	defer func() { aliveStop(); aliveDone.Wait() }()
+	if c.breaker != nil {
+		defer c.breaker.Stop()
 	}
-	dispatch := func(msg jetstream.Msg) {
-		for {
-			changed := c.breakerChanged() // before the check, so no transition is missed
-			if c.paused() {
-				c.delayer.park(msg) // kept alive until the breaker lets reads through
-				return
-			}
-			select {
-			case work <- msg:
-				return
-			case <-hard.Done():
-				c.settleError("nak", msg.Nak())
-				return
-			case <-changed:
-			}
-		}
-	}
-	p := newPuller(cons, dispatch,
+
+	pool := c.startWorkers(ctx, hard)
+	p := newPuller(cons, c.dispatcher(pool, hard),
 		jetstream.PullMaxMessages(c.o.PullBatch),
 		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
 		// that a lost pull (a consumer leader failover, a reconnect) is
@@ -255,18 +215,17 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 			c.log.Warn("consume", slog.Any("error", err))
 		}))
 	if err := p.resume(); err != nil {
-		close(quit)
-		workers.Wait()
-		bgStop()
-		bgDone.Wait()
+		pool.stop()
 		return fmt.Errorf("consume: %w", err)
 	}
 	c.consuming.Store(true)
+	follow, followStop := context.WithCancel(context.WithoutCancel(ctx))
+	var followDone sync.WaitGroup
 	if c.breaker != nil {
-		bgDone.Add(1)
+		followDone.Add(1)
 		go func() {
-			defer bgDone.Done()
-			c.followBreaker(bg, p, unparked)
+			defer followDone.Done()
+			c.followBreaker(follow, p, pool.unparked)
 		}()
 	}
 
@@ -278,22 +237,57 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	c.consuming.Store(false)
 
+	// The stop, in this order:
+	//  1. Stop following the breaker: pulling is not resumed again.
+	//  2. Stop pulling with Drain: buffered reads still reach dispatch, which
+	//     hands them to the workers (or parks them while the breaker is open).
+	//  3. Let the workers finish, up to ShutdownTimeout. Past it hard ends:
+	//     calls in flight are cut and their reads handed back, and dispatch
+	//     hands back the buffered reads it still gets.
+	//  4. Hand back the parked reads; give the held ones back with the rest
+	//     of their delay.
+	//  5. Stop the keep-alives, then the breaker's timer (deferred above).
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.ShutdownTimeout)
 	defer stopCancel()
-	stopAfter := context.AfterFunc(stopCtx, hardStop)
-	defer stopAfter()
+	defer context.AfterFunc(stopCtx, hardStop)()
 
-	bgStop() // no more pausing or resuming; the delayer stops too
-	bgDone.Wait()
-	if !p.pause(time.Until(deadline(stopCtx))) {
-		c.log.Warn("shutdown timeout: unhandled buffered reads are NAKed")
+	followStop()
+	followDone.Wait()
+	if !p.pause(time.Until(deadline(stopCtx)) + handBackGrace) {
+		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
-	close(quit)
-	workers.Wait()
-	if n := c.delayer.release(); n > 0 {
-		c.log.Info("held reads handed back to the server with the rest of their delay", slog.Int("reads", n))
+	pool.stop()
+	if n := c.delayer.release(c.handBackMsg); n > 0 {
+		c.log.Info("held and parked reads handed back to the server", slog.Int("reads", n))
 	}
 	return runErr
+}
+
+// handBackGrace is how long the stop waits, past its deadline, for the
+// buffered reads dispatch hands back once the deadline is over.
+const handBackGrace = 5 * time.Second
+
+// dispatcher returns the handler of pulled messages: each goes to a worker,
+// or is parked while the breaker is open, or is handed back once the stop
+// has run out of time.
+func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.MessageHandler {
+	return func(msg jetstream.Msg) {
+		for {
+			changed := c.breakerChanged() // before the check, so no transition is missed
+			if c.paused() {
+				c.delayer.park(msg) // kept alive until the breaker lets reads through
+				return
+			}
+			select {
+			case pool.work <- msg:
+				return
+			case <-hard.Done():
+				c.handBackMsg(msg, errStopping)
+				return
+			case <-changed:
+			}
+		}
+	}
 }
 
 func deadline(ctx context.Context) time.Time {

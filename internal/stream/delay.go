@@ -3,6 +3,7 @@ package stream
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,13 +60,17 @@ func newDelayer(keepEvery time.Duration, now func() time.Time, onErr func(string
 }
 
 // hold keeps msg until delay has passed. A delay of zero NAKs at once.
+//
+// The first keep-alive goes out at once: the read may have waited in the
+// client buffer for most of the ack wait before a worker took it, and
+// nothing tells how long.
 func (d *delayer) hold(msg jetstream.Msg, delay time.Duration) {
 	if delay <= 0 {
 		d.settle("nak", msg.Nak())
 		return
 	}
 	now := d.now()
-	it := &held{msg: msg, due: now.Add(delay), keepalive: now.Add(d.keepEvery)}
+	it := &held{msg: msg, due: now.Add(delay), keepalive: now}
 	d.mu.Lock()
 	heap.Push(&d.items, it)
 	first := d.items[0] == it
@@ -82,9 +87,9 @@ func (d *delayer) hold(msg jetstream.Msg, delay time.Duration) {
 
 // park keeps msg alive, without a due time, until unpark takes it back (or
 // release hands it back to the server). It is where reads wait while the
-// breaker is open.
+// breaker is open. As with hold, the first keep-alive goes out at once.
 func (d *delayer) park(msg jetstream.Msg) {
-	it := &held{msg: msg, due: never, keepalive: d.now().Add(d.keepEvery)}
+	it := &held{msg: msg, due: never, keepalive: d.now()}
 	d.mu.Lock()
 	if d.byMsg == nil {
 		d.byMsg = make(map[jetstream.Msg]*held)
@@ -207,9 +212,12 @@ func (d *delayer) run(ctx context.Context) {
 	}
 }
 
-// release hands every held read back to the server with the rest of its
-// delay (NakWithDelay), for a shutdown. Call it after run has returned.
-func (d *delayer) release() int {
+// release gives every read back to the server, for a shutdown: a read held
+// for a retry with the rest of its delay (NakWithDelay: the retry it was
+// waiting for), a parked read through handBack (it was never delivered
+// downstream: no attempt is charged). Reads are kept alive by run until
+// release takes them.
+func (d *delayer) release(handBack func(jetstream.Msg, error)) int {
 	d.mu.Lock()
 	items := d.items
 	d.items, d.byMsg = nil, nil
@@ -217,17 +225,32 @@ func (d *delayer) release() int {
 	d.mu.Unlock()
 	d.onSize(0)
 	now := d.now()
+	var parked []jetstream.Msg
 	for _, it := range items {
 		if it.due == never {
-			d.settle("nak", it.msg.Nak())
+			parked = append(parked, it.msg)
 		} else if rest := it.due.Sub(now); rest > 0 {
 			d.settle("nak", it.msg.NakWithDelay(rest))
 		} else {
 			d.settle("nak", it.msg.Nak())
 		}
 	}
+	// Each hand-back writes a record before its NAK: a few at a time.
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, m := range parked {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			handBack(m, errParkedAtStop)
+		}()
+	}
+	wg.Wait()
 	return len(items)
 }
+
+var errParkedAtStop = fmt.Errorf("%w: the read waited for the breaker", errStopping)
 
 func (d *delayer) settle(op string, err error) {
 	if err != nil && d.onErr != nil {

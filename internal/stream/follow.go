@@ -31,6 +31,13 @@ func (c *Consumer) acquire(ctx context.Context) (breaker.Permit, error) {
 	return c.breaker.Acquire(ctx)
 }
 
+// release gives back a permit whose call was cut short by the stop.
+func (c *Consumer) release(p breaker.Permit) {
+	if c.breaker != nil {
+		c.breaker.Release(p)
+	}
+}
+
 // followBreaker pauses pulling while the breaker is open and resumes it
 // otherwise; reads parked while it was open go to the workers (through
 // tokens on unparked: a worker takes one parked read per token) when it

@@ -14,7 +14,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/meter"
-	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // PanicError is a panic recovered while delivering a read.
@@ -25,9 +24,25 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-// handle settles one message in exactly one way. run ends when a graceful
-// shutdown starts; ctx is cancelled only when it has run out of time.
-func (c *Consumer) handle(run, ctx context.Context, msg jetstream.Msg, s *slot) {
+// delivery is one delivery of a message being handled.
+type delivery struct {
+	msg   jetstream.Msg
+	md    *jetstream.MsgMetadata
+	rec   Record
+	start time.Time
+	// deadline bounds the work of the delivery (the record look-up, the
+	// downstream call and the dead-letter copy): start plus the handler
+	// timeout, moved on after each wait for the breaker.
+	deadline time.Time
+}
+
+// errStopping: the process is stopping, and the read goes back to the
+// server without an answer about it.
+var errStopping = fmt.Errorf("%w: the read is handed back", classify.ErrShutdown)
+
+// handle settles one message in exactly one way. graceful ends when a
+// graceful stop starts; hard ends when the stop has run out of time.
+func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *slot) {
 	start := time.Now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
@@ -43,105 +58,105 @@ func (c *Consumer) handle(run, ctx context.Context, msg jetstream.Msg, s *slot) 
 		c.m.settled(OutcomeNak, time.Since(start).Seconds())
 		return
 	}
-	attempt := md.NumDelivered
-	budget := uint64(c.o.Policy.MaxAttempts)
-
-	if u, ok := c.unstored.take(md.Sequence.Stream); ok {
-		// This replica already decided this read's fate; only its dead-letter
+	d := &delivery{msg: msg, md: md, start: start, deadline: start.Add(c.o.HandlerTimeout)}
+	d.rec = c.record(hard, md)
+	if dec := d.rec.DeadLetter; dec != nil {
+		// This read's fate was decided by an earlier delivery; only its
 		// copy is missing. Do not ask the downstream again.
-		c.deadLetter(ctx, msg, md, u.reason, u.ce, start)
+		c.deadLetter(hard, d, dec.Reason, dec.classified())
 		return
 	}
+	attempt, budget := attemptOf(md, d.rec), uint64(c.o.Policy.MaxAttempts)
 	read, err := meter.Decode(msg.Data())
 	switch {
 	case err != nil:
 		ce := classify.Of(err)
 		c.m.failed(ce)
-		c.deadLetter(ctx, msg, md, dlq.ReasonPermanent, ce, start)
+		c.deadLetter(hard, d, dlq.ReasonPermanent, ce)
 		return
 	case attempt > budget:
 		ce := classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
-			"delivery %d is past the attempt budget of %d: an earlier delivery ended without settling", attempt, budget))
+			"attempt %d (delivery %d) is past the attempt budget of %d: an earlier delivery ended without settling",
+			attempt, md.NumDelivered, budget))
 		c.m.failed(ce)
-		c.deadLetter(ctx, msg, md, dlq.ReasonExhausted, ce, start)
+		c.deadLetter(hard, d, dlq.ReasonExhausted, ce)
 		return
 	}
 
-	err = c.callDownstream(run, ctx, read, msg, md)
-	if errors.Is(err, errBreakerWait) {
-		// Shutting down while the breaker holds the read: not its fault.
-		c.settleError("nak", msg.Nak())
-		c.m.settled(OutcomeNak, time.Since(start).Seconds())
-		c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(msg, md, classify.NewTransient(classify.CauseShutdown, err), 0)...)
-		return
-	}
-	if err == nil {
+	err = c.callDownstream(graceful, hard, d, read)
+	switch {
+	case err == nil:
 		c.settleError("ack", msg.Ack())
 		c.m.settled(OutcomeAck, time.Since(start).Seconds())
 		c.m.deliveryAttempt.Observe(float64(attempt))
-		if c.log.Enabled(ctx, slog.LevelDebug) {
-			c.log.LogAttrs(ctx, slog.LevelDebug, "ack", slog.String("subject", msg.Subject()),
-				slog.Uint64("stream_seq", md.Sequence.Stream), slog.Uint64("deliveries", attempt),
+		if c.log.Enabled(hard, slog.LevelDebug) {
+			c.log.LogAttrs(hard, slog.LevelDebug, "ack", slog.String("subject", msg.Subject()),
+				slog.Uint64("stream_seq", md.Sequence.Stream), slog.Uint64("deliveries", md.NumDelivered),
 				slog.String("meter_id", read.MeterID))
 		}
 		return
-	}
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w: %w", classify.ErrShutdown, err)
+	case errors.Is(err, errStopping):
+		// Not the read's fault: hand it back, uncharged, for another replica.
+		c.handBack(msg, md, &d.rec, start, err)
+		return
 	}
 	ce := classify.Of(err)
 	c.m.failed(ce)
 	switch {
-	case ce.Cause == classify.CauseShutdown:
-		// Not the read's fault: hand it straight back for another replica.
-		c.settleError("nak", msg.Nak())
-		c.m.settled(OutcomeNak, time.Since(start).Seconds())
-		c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(msg, md, ce, 0)...)
 	case ce.Class == classify.Permanent:
-		c.deadLetter(ctx, msg, md, dlq.ReasonPermanent, ce, start)
+		c.deadLetter(hard, d, dlq.ReasonPermanent, ce)
 	case c.o.Policy.Exhausted(attempt):
-		c.deadLetter(ctx, msg, md, dlq.ReasonExhausted, ce, start)
+		c.deadLetter(hard, d, dlq.ReasonExhausted, ce)
 	default:
-		c.retryLater(ctx, msg, md, ce, c.o.Policy.DelayWithFloor(attempt, c.o.Rand, ce.RetryAfter), start)
+		c.retryLater(hard, d, ce, c.o.Policy.DelayWithFloor(attempt, c.o.Rand, ce.RetryAfter))
 	}
 }
-
-var errBreakerWait = errors.New("shutting down while the breaker holds the read")
 
 // callDownstream delivers the read once the breaker lets it through. A
 // transient failure while the downstream is failing as a whole (the
 // breaker is open, or this call was a probe) is not the read's fault: the
 // read waits for the breaker again, kept alive, and is not charged an
-// attempt.
-func (c *Consumer) callDownstream(run, ctx context.Context, read meter.Read, msg jetstream.Msg, md *jetstream.MsgMetadata) error {
-	for {
-		permit, err := c.acquire(run)
+// attempt. It returns an error matching errStopping when the graceful stop
+// began while the read waited for the breaker, or when the stop's deadline
+// cut the call short: neither is an answer about the read or the
+// downstream.
+func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, read meter.Read) error {
+	for waited := false; ; waited = true {
+		permit, err := c.acquire(graceful)
 		if err != nil {
-			return errBreakerWait
+			return errStopping
 		}
-		err = c.deliver(ctx, read)
+		if waited {
+			d.deadline = time.Now().Add(c.o.HandlerTimeout)
+		}
+		err = c.deliver(hard, d, read)
+		if err != nil && hard.Err() != nil {
+			c.release(permit)
+			return fmt.Errorf("%w: %w", errStopping, err)
+		}
 		if c.breaker == nil {
 			return err
 		}
 		ce := classify.Of(err)
-		outage := ce != nil && ce.Class == classify.Transient && ce.Cause != classify.CauseShutdown && ctx.Err() == nil
+		outage := ce != nil && ce.Class == classify.Transient
 		c.breaker.Done(permit, outage)
 		if !outage || (!permit.Probe() && c.breaker.State() == breaker.Closed) {
 			return err
 		}
 		c.m.failed(ce)
-		if c.log.Enabled(ctx, slog.LevelDebug) {
-			c.log.LogAttrs(ctx, slog.LevelDebug, "held for the breaker", c.attrs(msg, md, ce, 0)...)
+		if c.log.Enabled(hard, slog.LevelDebug) {
+			c.log.LogAttrs(hard, slog.LevelDebug, "held for the breaker", c.attrs(d, ce, 0)...)
 		}
 	}
 }
 
-// deliver calls the sink under the handler timeout; a panic becomes a
-// transient failure of this read.
-func (c *Consumer) deliver(ctx context.Context, read meter.Read) (err error) {
-	if !c.sinkBounded {
+// deliver calls the sink within the delivery's deadline; a panic becomes a
+// transient failure of this read. When the sink bounds each call itself and
+// nothing else ate into the deadline, no timer of our own is needed.
+func (c *Consumer) deliver(ctx context.Context, d *delivery, read meter.Read) (err error) {
+	if !c.sinkBounded || d.md.NumDelivered > 1 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.o.HandlerTimeout)
+		ctx, cancel = context.WithDeadline(ctx, d.deadline)
 		defer cancel()
 	}
 	defer func() {
@@ -156,11 +171,11 @@ func (c *Consumer) deliver(ctx context.Context, read meter.Read) (err error) {
 }
 
 // retryLater holds the read for delay, then NAKs it for redelivery.
-func (c *Consumer) retryLater(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, ce *classify.Error, delay time.Duration, start time.Time) {
-	c.hold(msg, delay)
+func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Error, delay time.Duration) {
+	c.hold(d.msg, delay)
 	c.m.retryDelay.Observe(delay.Seconds())
-	c.m.settled(OutcomeNak, time.Since(start).Seconds())
-	c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(msg, md, ce, delay)...)
+	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+	c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(d, ce, delay)...)
 }
 
 func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration) {
@@ -171,47 +186,42 @@ func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration) {
 	c.delayer.hold(msg, delay)
 }
 
-// deadLetter stores the copy, then terminates the original. A copy that was
-// not confirmed leaves the original unsettled: it is NAKed with a delay so the
-// copy is tried again later.
-func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, reason dlq.Reason, ce *classify.Error, start time.Time) {
-	attempt := md.NumDelivered
-	entry := dlq.Entry{
-		Reason: reason, Cause: ce.Cause, Err: ce,
-		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
-		Sequence: md.Sequence.Stream, Deliveries: attempt, PublishedAt: md.Timestamp,
-		Header: msg.Headers(), Data: msg.Data(),
+// handBack returns a read to the server without charging it an attempt:
+// the hand-back is recorded before the NAK, so that its next delivery,
+// wherever it lands, subtracts it from the delivery count. rec is the
+// read's record, nil when it was not looked up.
+func (c *Consumer) handBack(msg jetstream.Msg, md *jetstream.MsgMetadata, rec *Record, start time.Time, why error) {
+	ctx := context.Background() // the stop's own deadline may be over: the record must still be written
+	if rec == nil {
+		r := c.record(ctx, md)
+		rec = &r
 	}
-	d := retry.Driver{Policy: c.o.DeadLetterRetry, Rand: c.o.Rand}
-	err := d.Do(ctx, func(ctx context.Context) error { return c.o.DeadLetter.Publish(ctx, entry) })
-	if err != nil {
-		c.m.dlqErrors.Inc()
-		c.unstored.put(md.Sequence.Stream, unstoredCopy{reason: reason, ce: ce})
-		delay := c.o.Policy.Delay(min(attempt, uint64(c.o.Policy.MaxAttempts)), c.o.Rand)
-		c.hold(msg, delay)
-		c.m.retryDelay.Observe(delay.Seconds())
-		c.m.settled(OutcomeNak, time.Since(start).Seconds())
-		attrs := append(c.attrs(msg, md, ce, delay), slog.String("reason", string(reason)), slog.Any("dlq_error", err))
-		c.log.LogAttrs(ctx, slog.LevelError, "dead-letter copy not confirmed; read NAKed, not terminated", attrs...)
-		return
-	}
-	termReason := string(ce.Cause)
-	if reason == dlq.ReasonExhausted {
-		termReason = string(dlq.ReasonExhausted)
-	}
-	c.settleError("term", msg.TermWithReason(termReason))
-	c.m.deadLettered(reason)
-	c.m.settled(OutcomeTerm, time.Since(start).Seconds())
-	c.m.deliveryAttempt.Observe(float64(attempt))
-	attrs := append(c.attrs(msg, md, ce, 0), slog.String("reason", string(reason)))
-	c.log.LogAttrs(ctx, slog.LevelError, "dead-lettered", attrs...)
+	rec.HandBacks++
+	_ = c.putRecord(ctx, md, *rec)
+	c.settleError("nak", msg.Nak())
+	ce := classify.NewTransient(classify.CauseShutdown, why)
+	c.m.failed(ce)
+	c.m.handBacks.Inc()
+	c.m.settled(OutcomeNak, time.Since(start).Seconds())
+	attrs := append(c.attrs(&delivery{msg: msg, md: md}, ce, 0), slog.Uint64("hand_backs", rec.HandBacks))
+	c.log.LogAttrs(ctx, slog.LevelWarn, "handed back", attrs...)
 }
 
-func (c *Consumer) attrs(msg jetstream.Msg, md *jetstream.MsgMetadata, ce *classify.Error, delay time.Duration) []slog.Attr {
+// handBackMsg hands back a message that no worker looked at.
+func (c *Consumer) handBackMsg(msg jetstream.Msg, why error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		c.settleError("nak", msg.Nak())
+		return
+	}
+	c.handBack(msg, md, nil, time.Now(), why)
+}
+
+func (c *Consumer) attrs(d *delivery, ce *classify.Error, delay time.Duration) []slog.Attr {
 	a := []slog.Attr{
-		slog.String("subject", msg.Subject()),
-		slog.Uint64("stream_seq", md.Sequence.Stream),
-		slog.Uint64("deliveries", md.NumDelivered),
+		slog.String("subject", d.msg.Subject()),
+		slog.Uint64("stream_seq", d.md.Sequence.Stream),
+		slog.Uint64("deliveries", d.md.NumDelivered),
 		slog.String("class", ce.Class.String()),
 		slog.String("cause", string(ce.Cause)),
 		slog.String("error", ce.Error()),

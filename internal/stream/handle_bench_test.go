@@ -46,6 +46,9 @@ func (boundedNoop) Timeout() time.Duration                    { return time.Nano
 type nopDeadLetter struct{}
 
 func (nopDeadLetter) Publish(context.Context, dlq.Entry) error { return nil }
+func (nopDeadLetter) Stored(context.Context, dlq.Entry, time.Time, time.Time) (bool, error) {
+	return false, nil
+}
 
 // BenchmarkHandle settles a successful read the way a worker does: decode,
 // deliver to a no-op sink, ack, metrics, with the production JSON logger at

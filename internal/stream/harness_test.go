@@ -115,6 +115,7 @@ type env struct {
 	js   jetstream.JetStream
 	topo stream.Topology
 	cons jetstream.Consumer
+	set  *stream.Setup
 	re   *rateEngine
 	reg  *prometheus.Registry
 	m    *stream.Metrics
@@ -134,10 +135,10 @@ func newEnv(t *testing.T, answer func(n int, key string) (int, http.Header)) *en
 	s := natstest.Run(t)
 	nc, js := natstest.Connect(t, s)
 	topo := testTopology()
-	cons, err := stream.Ensure(t.Context(), js, topo)
+	set, err := stream.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	return &env{t: t, nc: nc, js: js, topo: topo, cons: cons, re: newRateEngine(t, answer),
+	return &env{t: t, nc: nc, js: js, topo: topo, cons: set.Consumer, set: set, re: newRateEngine(t, answer),
 		reg: reg, m: stream.NewMetrics(reg), logs: &logRecorder{}}
 }
 
@@ -150,16 +151,18 @@ func (e *env) options(seed uint64) stream.Options {
 	sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: e.re.srv.URL, Timeout: 2 * time.Second, Concurrency: 64})
 	require.NoError(e.t, err)
 	return stream.Options{
-		Policy:          testPolicy(),
-		Concurrency:     8,
-		HandlerTimeout:  2 * time.Second,
-		AckWait:         e.topo.AckWait,
-		ShutdownTimeout: 5 * time.Second,
-		Sink:            sink,
-		DeadLetter:      dlq.NewPublisher(e.js, dlq.PublisherOptions{Prefix: e.topo.DLQPrefix, Stream: e.topo.DLQStream, Timeout: time.Second}),
-		Metrics:         e.m,
-		Logger:          slog.New(e.logs),
-		Rand:            retry.NewRand(seed),
+		Policy:           testPolicy(),
+		Concurrency:      8,
+		HandlerTimeout:   2 * time.Second,
+		AckWait:          e.topo.AckWait,
+		ShutdownTimeout:  5 * time.Second,
+		Sink:             sink,
+		DeadLetter:       dlq.NewPublisher(e.js, dlq.PublisherOptions{Prefix: e.topo.DLQPrefix, Stream: e.topo.DLQStream, Timeout: time.Second}),
+		Metrics:          e.m,
+		Logger:           slog.New(e.logs),
+		Rand:             retry.NewRand(seed),
+		Records:          e.set.Records,
+		DeadLetterWindow: e.set.DeadLetterWindow,
 	}
 }
 

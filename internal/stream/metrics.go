@@ -26,6 +26,9 @@ type Metrics struct {
 	failures        *prometheus.CounterVec
 	deadLetters     *prometheus.CounterVec
 	dlqErrors       prometheus.Counter
+	dlqRejections   prometheus.Counter
+	handBacks       prometheus.Counter
+	recordErrors    *prometheus.CounterVec
 	settleErrors    *prometheus.CounterVec
 	panics          prometheus.Counter
 	retryDelay      prometheus.Histogram
@@ -65,6 +68,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: ns, Name: "dead_letter_publish_errors_total",
 			Help: "Dead-letter copies JetStream did not confirm; the original was NAKed instead of terminated.",
 		}),
+		dlqRejections: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "dead_letter_rejections_total",
+			Help: "Dead-letter copies the server answered and refused (too large, stream full or missing, a header it will not take): they need a person.",
+		}),
+		handBacks: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "hand_backs_total",
+			Help: "Reads handed back to the server without an attempt charged (the process was stopping), each recorded before its NAK.",
+		}),
+		recordErrors: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "record_errors_total",
+			Help: "Reads or writes of a read's record (hand-backs, dead-letter decision) that failed, by op (get, put).",
+		}, []string{"op"}),
 		settleErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "settle_errors_total",
 			Help: "Ack, NAK, TERM or in-progress signals that could not be sent, by operation.",
@@ -94,7 +109,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		held: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Name: "retry_held",
-			Help: "NAKed reads held in this process until their retry delay is over.",
+			Help: "Reads held in this process: waiting out a retry delay, or parked while the breaker is open.",
 		}),
 	}
 	m.breakerState = f.NewGauge(prometheus.GaugeOpts{
@@ -122,6 +137,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.dlPermanent = m.deadLetters.WithLabelValues(string(dlq.ReasonPermanent))
 	m.dlExhausted = m.deadLetters.WithLabelValues(string(dlq.ReasonExhausted))
+	m.recordErrors.WithLabelValues("get")
+	m.recordErrors.WithLabelValues("put")
 	for _, op := range []string{"ack", "nak", "term", "in_progress"} {
 		m.settleErrors.WithLabelValues(op)
 	}

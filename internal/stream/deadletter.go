@@ -1,0 +1,101 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// DeadLetterer stores the dead-letter copy of a read; nil error means
+// JetStream confirmed it. *dlq.Publisher is the production implementation.
+type DeadLetterer interface {
+	Publish(ctx context.Context, e dlq.Entry) error
+	// Stored reports whether a copy of e was stored between from and to.
+	Stored(ctx context.Context, e dlq.Entry, from, to time.Time) (bool, error)
+}
+
+// clockSkew is the margin allowed between this process's clock and the
+// server's when a copy is looked for by its time.
+const clockSkew = time.Minute
+
+// deadLetter records the decision, stores the copy, then terminates the
+// original. All of it fits in what is left of the delivery's deadline (so
+// that a read waiting in the client buffer behind it cannot outlive the
+// ack wait); a copy that was not confirmed leaves the original unsettled:
+// it is held and NAKed with a growing delay, and its next delivery goes
+// straight back here.
+func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reason, ce *classify.Error) {
+	ctx, cancel := context.WithDeadline(hard, d.deadline)
+	defer cancel()
+	msg, md := d.msg, d.md
+	entry := dlq.Entry{
+		Reason: reason, Cause: ce.Cause, Err: ce,
+		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
+		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, PublishedAt: md.Timestamp,
+		Header: msg.Headers(), Data: msg.Data(),
+	}
+	now := c.o.Now()
+	dec := d.rec.DeadLetter
+	if dec == nil {
+		dec = &Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}
+		d.rec.DeadLetter = dec
+	}
+	// A copy tried before may have been stored by an attempt whose answer
+	// was lost; past the duplicate window its message id no longer guards
+	// against a second one, so look for it.
+	last := dec.Last
+	dec.Last = now
+	_ = c.putRecord(ctx, md, d.rec)
+	stored := false
+	var err error
+	if !last.IsZero() && now.Sub(dec.At) > c.o.DeadLetterWindow-clockSkew {
+		stored, err = c.o.DeadLetter.Stored(ctx, entry, dec.At.Add(-clockSkew), last.Add(c.o.HandlerTimeout+clockSkew))
+	}
+	if err == nil && !stored {
+		drv := retry.Driver{Policy: c.o.DeadLetterRetry, Rand: c.o.Rand,
+			Transient: func(err error) bool { return !errors.Is(err, dlq.ErrRejected) }}
+		err = drv.Do(ctx, func(ctx context.Context) error { return c.o.DeadLetter.Publish(ctx, entry) })
+	}
+	if err != nil {
+		c.copyFailed(ctx, d, reason, ce, err)
+		return
+	}
+	termReason := string(ce.Cause)
+	if reason == dlq.ReasonExhausted {
+		termReason = string(dlq.ReasonExhausted)
+	}
+	c.settleError("term", msg.TermWithReason(termReason))
+	c.m.deadLettered(reason)
+	c.m.settled(OutcomeTerm, time.Since(d.start).Seconds())
+	c.m.deliveryAttempt.Observe(float64(md.NumDelivered))
+	attrs := append(c.attrs(d, ce, 0), slog.String("reason", string(reason)))
+	if stored {
+		attrs = append(attrs, slog.Bool("copy_found", true))
+	}
+	c.log.LogAttrs(ctx, slog.LevelError, "dead-lettered", attrs...)
+}
+
+// copyFailed holds a read whose copy was not confirmed and NAKs it later,
+// with a delay that grows with its deliveries and is never below half its
+// ceiling: a copy refused for good (too large, a full or missing stream)
+// is retried slowly, never in a tight loop, until a person fixes the cause.
+func (c *Consumer) copyFailed(ctx context.Context, d *delivery, reason dlq.Reason, ce *classify.Error, err error) {
+	n := d.md.NumDelivered
+	delay := c.o.Policy.DelayWithFloor(n, c.o.Rand, c.o.Policy.Ceiling(n)/2)
+	c.hold(d.msg, delay)
+	c.m.dlqErrors.Inc()
+	c.m.retryDelay.Observe(delay.Seconds())
+	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+	attrs := append(c.attrs(d, ce, delay), slog.String("reason", string(reason)), slog.Any("dlq_error", err))
+	msg := "dead-letter copy not confirmed; read NAKed, not terminated"
+	if errors.Is(err, dlq.ErrRejected) {
+		c.m.dlqRejections.Inc()
+		msg = "dead-letter copy rejected by the server; read NAKed, not terminated, until the cause is fixed"
+	}
+	c.log.LogAttrs(ctx, slog.LevelError, msg, attrs...)
+}

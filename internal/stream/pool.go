@@ -1,0 +1,48 @@
+package stream
+
+import (
+	"context"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// workers is the pool that handles reads: Concurrency goroutines, each with
+// its keep-alive slot, taking pulled reads from work and parked reads, one
+// per token, from unparked.
+type workers struct {
+	work     chan jetstream.Msg
+	unparked chan struct{}
+	quit     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// startWorkers starts the pool; graceful and hard are handle's contexts.
+func (c *Consumer) startWorkers(graceful, hard context.Context) *workers {
+	w := &workers{work: make(chan jetstream.Msg), unparked: make(chan struct{}), quit: make(chan struct{})}
+	for _, s := range c.keepers.slots {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for {
+				select {
+				case msg := <-w.work:
+					c.handle(graceful, hard, msg, s)
+				case <-w.unparked:
+					if msg, ok := c.delayer.takeParked(); ok {
+						c.handle(graceful, hard, msg, s)
+					}
+				case <-w.quit:
+					return
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// stop lets each worker finish its read, then waits for them.
+func (w *workers) stop() {
+	close(w.quit)
+	w.wg.Wait()
+}
