@@ -1,8 +1,10 @@
 package config
 
 import (
+	"maps"
 	"time"
 
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -41,8 +43,8 @@ type NATS struct {
 	Embedded bool `yaml:"embedded"`
 }
 
-// TLS is the client side of a TLS connection to NATS; every field is a path
-// to a PEM file.
+// TLS is the client side of a TLS connection (to NATS, to the downstream);
+// every field is a path to a PEM file.
 type TLS struct {
 	CA   string `yaml:"ca"`
 	Cert string `yaml:"cert"`
@@ -119,6 +121,28 @@ type Downstream struct {
 	URL               string        `yaml:"url"`
 	Timeout           time.Duration `yaml:"timeout"`
 	PermanentStatuses []int         `yaml:"permanent_statuses"`
+	// TokenFile is a path to a file holding the bearer token; the token
+	// itself is never a setting.
+	TokenFile string `yaml:"token_file"`
+	// ReloadInterval bounds how often TokenFile and TLS.Cert/Key are checked
+	// for a change.
+	ReloadInterval time.Duration `yaml:"reload_interval"`
+	TLS            TLS           `yaml:"tls"`
+	// Headers are sent on every request, name to value.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Access returns the token file, TLS files and headers as the HTTP sink
+// takes them: downstream.HTTPOptions{..., Access: cfg.Downstream.Access()}.
+func (d Downstream) Access() downstream.Access {
+	return downstream.Access{
+		TokenFile:      d.TokenFile,
+		ReloadInterval: d.ReloadInterval,
+		CAFile:         d.TLS.CA,
+		CertFile:       d.TLS.Cert,
+		KeyFile:        d.TLS.Key,
+		Headers:        maps.Clone(d.Headers),
+	}
 }
 
 // HTTP is the service's own HTTP server (health and metrics).
@@ -179,6 +203,7 @@ func Default() Config {
 		Downstream: Downstream{
 			Timeout:           5 * time.Second,
 			PermanentStatuses: []int{400, 404, 405, 410, 413, 414, 415, 422},
+			ReloadInterval:    downstream.DefaultReloadInterval,
 		},
 		HTTP:     HTTP{Addr: ":8080"},
 		Log:      Log{Format: "auto", Level: "info"},

@@ -33,7 +33,23 @@
 // user info. They never appear in an error, in [Usage] or [Reference], in
 // [Config.Redacted], in fmt output of a Config or NATS value (every verb), or
 // in a log record ([Config.LogValue]). Paths to credential files (nats.creds,
-// nats.nkey_seed) are not secrets and are shown.
+// nats.nkey_seed, downstream.token_file, downstream.tls.key) are not secrets
+// and are shown; the downstream's bearer token is only ever in its file. The
+// value of a downstream header whose name looks like a credential (it holds
+// auth, token, key, secret, password, session, cookie, signature or
+// credential) is redacted in the same places; a header value is never put in
+// an error.
+//
+// # Downstream headers
+//
+// downstream.headers is a mapping in YAML, "Name: value" lines in
+// CONSUMER_DOWNSTREAM_HEADERS, and one "Name: value" per --downstream-headers
+// flag, which can be repeated; a value may hold commas. As every setting, a
+// layer replaces the headers of the layer before, it does not add to them.
+//
+// [Downstream.Access] turns the token file, TLS files and headers into what
+// the HTTP sink takes. Validate reads those files, so that one that cannot be
+// read is reported by its field before anything starts.
 //
 // Nothing in the package connects, and a Config is a plain value that is safe
 // to copy and to read concurrently.

@@ -65,3 +65,21 @@ func ExampleConfig_LogValue() {
 	// Output:
 	// level=INFO msg=connecting nats.url=nats://alice:REDACTED@nats.internal:4222 nats.creds="" nats.user=alice nats.password=REDACTED nats.token="" nats.nkey_seed="" nats.tls.ca="" nats.tls.cert="" nats.tls.key="" nats.listen=127.0.0.1:4222 nats.embedded=true nats.name=meter-consumer
 }
+
+func ExampleDownstream_Access() {
+	env := map[string]string{
+		"CONSUMER_DOWNSTREAM_URL":     "https://rate-engine.billing.svc/reads",
+		"CONSUMER_DOWNSTREAM_HEADERS": "X-Tenant: north\nX-Region: eu-west",
+	}
+	args := []string{"--downstream-ca", "consumer.example.yaml"} // a file, but no certificate in it
+	_, err := config.Load(args, func(k string) string { return env[k] })
+	fmt.Println(err)
+
+	cfg, _ := config.Load(nil, func(k string) string { return env[k] })
+	a := cfg.Downstream.Access() // downstream.HTTPOptions{..., Access: a}
+	fmt.Println(a.Headers, a.ReloadInterval, a.TokenFile == "")
+	// Output:
+	// invalid configuration:
+	// downstream.tls.ca ("consumer.example.yaml"): CA file consumer.example.yaml: no PEM certificate in it
+	// map[X-Region:eu-west X-Tenant:north] 10s true
+}

@@ -188,7 +188,7 @@ func applyEnv(cfg *Config, getenv func(string) string, set map[string]bool) erro
 		set[s.yaml] = true
 		if err := parseValue(s.field(cfg), v); err != nil {
 			shown := fmt.Sprintf("%q", v)
-			if s.secret {
+			if _, headers := s.field(cfg).(*map[string]string); s.secret || headers { // a header value may be a secret
 				shown = redacted
 			}
 			errs = append(errs, fmt.Errorf("environment %s=%s: %w", s.env, shown, err))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -14,14 +15,31 @@ const redacted = "REDACTED"
 
 // Redacted returns a copy of c with nats.password, nats.token and any
 // password or token inside nats.url or downstream.url replaced by "REDACTED"
-// when set.
-// The copy shares no slices with c.
+// when set, and so the value of every downstream header whose name looks
+// like a credential (see sensitiveHeader).
+// The copy shares no slices or maps with c.
 func (c Config) Redacted() Config {
 	c.NATS = c.NATS.Redacted()
 	c.Downstream.URL = redactURL(c.Downstream.URL)
 	c.Stream.Subjects = slices.Clone(c.Stream.Subjects)
 	c.Downstream.PermanentStatuses = slices.Clone(c.Downstream.PermanentStatuses)
+	c.Downstream.Headers = maps.Clone(c.Downstream.Headers)
+	for name := range c.Downstream.Headers {
+		if sensitiveHeader(name) {
+			c.Downstream.Headers[name] = redacted
+		}
+	}
 	return c
+}
+
+// sensitiveWords mark a header whose value is likely a credential.
+var sensitiveWords = []string{"auth", "token", "key", "secret", "password", "passwd", "session", "cookie", "signature", "credential"}
+
+// sensitiveHeader reports whether a header's value is hidden from logs:
+// Authorization, X-Api-Key, Cookie, X-Session-Token and the like.
+func sensitiveHeader(name string) bool {
+	lower := strings.ToLower(name)
+	return slices.ContainsFunc(sensitiveWords, func(w string) bool { return strings.Contains(lower, w) })
 }
 
 // Redacted returns a copy of n with Password, Token and any password or token
@@ -169,6 +187,8 @@ func logValue(ptr any) slog.Value {
 		return slog.AnyValue(slices.Clone(*p))
 	case *[]int:
 		return slog.AnyValue(slices.Clone(*p))
+	case *map[string]string:
+		return slog.AnyValue(maps.Clone(*p))
 	default:
 		return slog.StringValue(formatValue(ptr))
 	}

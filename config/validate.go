@@ -3,12 +3,15 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/downstream"
 )
 
 // ErrInvalid is matched by every problem [Config.Validate] reports.
@@ -64,6 +67,7 @@ func (c Config) validate(needDownstream bool) error {
 	c.validateRetry(&p)
 	c.validateDLQ(&p)
 	c.validateDownstream(&p)
+	c.validateDownstreamAccess(&p, needDownstream)
 	c.validateService(&p)
 	return errors.Join(p...)
 }
@@ -294,4 +298,46 @@ func validAddr(s string) bool {
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
 	return err == nil && n <= 65535
+}
+
+// validateDownstreamAccess checks the token file, TLS files and headers of
+// the downstream. The files are read, so that one that cannot be is
+// reported here, by its field, with every other problem; the tools that do
+// not post (needDownstream false) do not read them.
+func (c Config) validateDownstreamAccess(p *problems, needDownstream bool) {
+	d := c.Downstream
+	if d.ReloadInterval <= 0 {
+		p.addf("downstream.reload_interval (%s) must be > 0", d.ReloadInterval)
+	}
+	switch {
+	case d.TLS.Cert != "" && d.TLS.Key == "":
+		p.addf("downstream.tls.cert (%q) is set but downstream.tls.key is empty: a client certificate needs its key", d.TLS.Cert)
+	case d.TLS.Key != "" && d.TLS.Cert == "":
+		p.addf("downstream.tls.key (%q) is set but downstream.tls.cert is empty: a client key needs its certificate", d.TLS.Key)
+	case d.TLS.Cert != "" && needDownstream:
+		if _, err := downstream.LoadClientCert(d.TLS.Cert, d.TLS.Key); err != nil {
+			p.addf("downstream.tls.cert (%q) and downstream.tls.key (%q): %v", d.TLS.Cert, d.TLS.Key, err)
+		}
+	}
+	if d.TLS.CA != "" && needDownstream {
+		if _, err := downstream.LoadCAFile(d.TLS.CA); err != nil {
+			p.addf("downstream.tls.ca (%q): %v", d.TLS.CA, err)
+		}
+	}
+	if d.TokenFile != "" && needDownstream {
+		if _, err := downstream.ReadTokenFile(d.TokenFile); err != nil {
+			p.addf("downstream.token_file (%q): %v", d.TokenFile, err)
+		}
+	}
+	names := slices.Sorted(maps.Keys(d.Headers))
+	for i, name := range names {
+		if err := downstream.CheckHeader(name, d.Headers[name], d.TokenFile != ""); err != nil {
+			p.addf("downstream.headers[%q]: %v", name, err)
+		}
+		for _, other := range names[:i] {
+			if strings.EqualFold(name, other) {
+				p.addf("downstream.headers[%q] and downstream.headers[%q] name the same header: give it once", other, name)
+			}
+		}
+	}
 }

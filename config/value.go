@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,9 +50,53 @@ func parseValue(ptr any, s string) error {
 			v[i] = n
 		}
 		*p = v
+	case *map[string]string:
+		v, err := parseHeaders(s)
+		if err != nil {
+			return err
+		}
+		*p = v
 	default:
 		panic(fmt.Sprintf("config: no parser for %T", ptr))
 	}
+	return nil
+}
+
+// errHeaderLine says what a header setting takes; it never holds the value,
+// which may be a secret.
+var errHeaderLine = errors.New(`want "Name: value" headers, one a line (or one a flag), such as "X-Tenant: north"`)
+
+// parseHeaders reads "Name: value" lines; blank lines are skipped and "" is
+// nil. A name given twice, in any case, is an error.
+func parseHeaders(s string) (map[string]string, error) {
+	var m map[string]string
+	for line := range strings.Lines(s) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, errHeaderLine
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		if err := addHeader(m, name, strings.TrimSpace(value)); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// addHeader adds name to m unless m has it already, in any case.
+func addHeader(m map[string]string, name, value string) error {
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			return fmt.Errorf("header %q given twice", name)
+		}
+	}
+	m[name] = value
 	return nil
 }
 
@@ -73,6 +119,12 @@ func formatValue(ptr any) string {
 			s[i] = strconv.Itoa(n)
 		}
 		return strings.Join(s, ",")
+	case *map[string]string:
+		lines := make([]string, 0, len(*p))
+		for _, name := range slices.Sorted(maps.Keys(*p)) {
+			lines = append(lines, name+": "+(*p)[name])
+		}
+		return strings.Join(lines, "\n")
 	default:
 		panic(fmt.Sprintf("config: no formatter for %T", ptr))
 	}
@@ -104,6 +156,8 @@ func typeName(ptr any) string {
 		return "list"
 	case *[]int:
 		return "ints"
+	case *map[string]string:
+		return `"Name: value"`
 	default:
 		return "string"
 	}
@@ -131,7 +185,29 @@ func (v fieldValue) String() string {
 	return formatValue(v.ptr)
 }
 
-func (v fieldValue) Set(s string) error { return parseValue(v.ptr, s) }
+// Set parses s into the field; a header flag adds to the headers given by
+// the flags before it, so it can be repeated.
+func (v fieldValue) Set(s string) error {
+	p, ok := v.ptr.(*map[string]string)
+	if !ok {
+		return parseValue(v.ptr, s)
+	}
+	add, err := parseHeaders(s)
+	if err != nil {
+		return err
+	}
+	m := maps.Clone(*p)
+	if m == nil {
+		m = map[string]string{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(add)) {
+		if err := addHeader(m, name, add[name]); err != nil {
+			return err
+		}
+	}
+	*p = m
+	return nil
+}
 
 // IsBoolFlag lets a bool flag be given without a value: --demo.
 func (v fieldValue) IsBoolFlag() bool {

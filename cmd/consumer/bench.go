@@ -15,62 +15,65 @@ import (
 	"github.com/meterline/meter-consumer/internal/bench"
 )
 
-const benchUsage = `usage: consumer bench [--n N] [--scenario all|overhead|http|storm|steady|memory|scaling] [--smoke] [--json]
+const benchIntro = `usage: consumer bench [flags]
 
 Starts an in-process NATS server and measures the consumer against bare
 baselines run in the same process, reporting ratios (see docs/PERFORMANCE.md).
 
-  --n N            reads per pass: overhead, scaling, in-process heap; http uses N/2 (default 200000)
-  --scenario S     one scenario, or a comma-separated list, or all (default all)
-  --pulls LIST     pull sizes of the overhead scenario (default 32,64,128,256)
-  --memory-n N     backlog the consumer binary drains in the memory scenario (default 1000000)
-  --smoke          tiny sizes: checks the machinery, asserts nothing
-  --json           the report as JSON instead of a table
-  --cpuprofile F   write a CPU profile of the whole run to F (goroutines labelled side=...)
+Flags:
 `
+
+// benchUsage writes the help with every flag and its default.
+func benchUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, benchIntro)
+	printFlags(w, fs, []string{"n", "scenario", "pulls", "memory-n", "smoke", "json", "cpuprofile"})
+}
 
 // runBench runs "consumer bench ..."; it returns the exit code.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	def := bench.Defaults()
 	fs := flag.NewFlagSet("consumer bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		n          = fs.Int("n", 0, "")
-		scenario   = fs.String("scenario", "all", "")
-		pulls      = fs.String("pulls", "", "")
-		memoryN    = fs.Int("memory-n", 0, "")
-		smoke      = fs.Bool("smoke", false, "")
-		jsonOut    = fs.Bool("json", false, "")
-		cpuprofile = fs.String("cpuprofile", "", "")
+		n          = fs.Int("n", def.N, "reads per pass: overhead, scaling, in-process heap; http uses N/2")
+		scenario   = fs.String("scenario", "all", "one scenario, a comma-separated list, or all: "+strings.Join(bench.Scenarios(), ", "))
+		pulls      = fs.String("pulls", joinInts(def.Pulls), "pull sizes of the overhead scenario, comma-separated")
+		memoryN    = fs.Int("memory-n", def.MemoryN, "backlog the consumer binary drains in the memory scenario")
+		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
+		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (goroutines labelled side=...)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, benchUsage)
+			benchUsage(stdout, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "consumer bench: %v\n\n%s", err, benchUsage)
+		fmt.Fprintf(stderr, "consumer bench: %v (consumer bench --help)\n", err)
 		return exitBadUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "consumer bench: unexpected argument %q\n\n%s", fs.Arg(0), benchUsage)
+		fmt.Fprintf(stderr, "consumer bench: unexpected argument %q (consumer bench --help)\n", fs.Arg(0))
 		return exitBadUsage
 	}
-	cfg := bench.Defaults()
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	cfg := def
 	if *smoke {
 		cfg = bench.Smoke()
 	}
-	if *n > 0 {
+	if given["n"] {
 		cfg.N = *n
 	}
-	if *memoryN > 0 {
+	if given["memory-n"] {
 		cfg.MemoryN = *memoryN
 	}
 	if *scenario != "all" {
 		cfg.Scenarios = strings.Split(*scenario, ",")
 	}
-	if *pulls != "" {
+	if given["pulls"] {
 		cfg.Pulls = nil
 		for _, p := range strings.Split(*pulls, ",") {
-			v, err := strconv.Atoi(p)
+			v, err := strconv.Atoi(strings.TrimSpace(p))
 			if err != nil {
 				fmt.Fprintf(stderr, "consumer bench: --pulls: %q is not a number\n", p)
 				return exitBadUsage
@@ -126,4 +129,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailure
 	}
 	return exitOK
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,122 +16,222 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/dlqops"
 	"github.com/meterline/meter-consumer/internal/service"
 )
 
-const dlqUsage = `usage: consumer dlq <list|show|stats|replay|purge> [flags]
+// dlqCommand is one "consumer dlq" subcommand and the flag groups it takes.
+type dlqCommand struct {
+	name, args, summary string
+	filters             bool // --reason --cause --subject --meter --since --until --limit
+	json                bool // --json
+	replay              bool // --dry-run --rate --max-replays
+	yes                 bool // --yes
+}
 
-  list     dead-lettered reads: --reason --cause --subject --meter --since --until --limit --json
-  show SEQ one read in full: headers and payload
-  stats    counts by reason and cause, oldest and newest: same filters, --json
-  replay   republish to the original subjects: same filters, --dry-run --rate N --max-replays N
-  purge    delete the selection: same filters, --yes
+var dlqCommands = []dlqCommand{
+	{name: "list", summary: "dead-lettered reads, in sequence order", filters: true, json: true},
+	{name: "show", args: " SEQ", summary: "one read in full: every header and the payload"},
+	{name: "stats", summary: "counts by reason and cause, oldest and newest", filters: true, json: true},
+	{name: "replay", summary: "republish the selection to the original subjects, then delete the copies", filters: true, replay: true},
+	{name: "purge", summary: "delete the selection; asks for confirmation unless --yes", filters: true, yes: true},
+}
 
-Every subcommand also takes the consumer's connection flags (--nats-url, --config,
---stream, --dlq-stream ...) and environment variables. --since/--until take RFC 3339
-or a duration ago (24h, 7d). See docs/DLQ.md.
+// dlqConnFlags are the configuration flags a dlq subcommand uses; it
+// accepts every other consumer flag too, and ignores it.
+var dlqConnFlags = []string{
+	"nats-url", "nats-creds", "nats-user", "nats-nkey", "nats-ca", "nats-cert", "nats-key",
+	"nats-listen", "nats-name", "stream", "dlq-stream",
+}
+
+const dlqNote = `Every subcommand also takes the consumer's connection settings as flags,
+environment variables (NATS_URL, NATS_PASSWORD ...) or --config; --since and
+--until take RFC 3339 or a duration ago (90m, 24h, 7d). See docs/DLQ.md.
 `
 
-// runDLQ runs "consumer dlq ..."; it returns the exit code.
-func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, dlqUsage)
-		if len(args) == 0 {
-			return exitBadUsage
+// dlqUsage writes the overview of "consumer dlq".
+func dlqUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: consumer dlq <subcommand> [flags]\n\n")
+	for _, c := range dlqCommands {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name+c.args, c.summary)
+	}
+	fmt.Fprintf(w, "\nconsumer dlq <subcommand> --help lists its flags.\n%s", dlqNote)
+}
+
+// dlqCommandUsage writes the help of one subcommand: its own flags, then the
+// connection flags, each with its default.
+func dlqCommandUsage(w io.Writer, c dlqCommand, fs *flag.FlagSet, own []string) {
+	fmt.Fprintf(w, "usage: consumer dlq %s%s [flags]\n\n%s%s.\n", c.name, c.args, strings.ToUpper(c.summary[:1]), c.summary[1:])
+	if len(own) > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		printFlags(w, fs, own)
+	}
+	fmt.Fprint(w, "\nConnection (also from the environment and --config; see consumer --help):\n")
+	if f := fs.Lookup("config"); f != nil { // config.LoadTool adds it without help
+		f.Usage = "`path` of a YAML file to read settings from"
+	}
+	printFlags(w, fs, append([]string{"config"}, dlqConnFlags...))
+	fmt.Fprintf(w, "\n%s", dlqNote)
+}
+
+// dlqArgs are the values of a subcommand's own flags.
+type dlqArgs struct {
+	reason, cause, subject, meter, since, until string
+	limit, maxReplays                           int
+	json, dryRun, yes                           bool
+	rate                                        float64
+}
+
+// define adds c's flags to fs.
+func (a *dlqArgs) define(fs *flag.FlagSet, c dlqCommand) {
+	if c.filters {
+		fs.StringVar(&a.reason, "reason", "", "why the read was dead-lettered: "+strings.Join(reasons(), " or "))
+		fs.StringVar(&a.cause, "cause", "", "the cause, e.g. http_422 or invalid_payload")
+		fs.StringVar(&a.subject, "subject", "", "original subject; NATS wildcards * and > allowed")
+		fs.StringVar(&a.meter, "meter", "", "meter_id in the payload")
+		fs.StringVar(&a.since, "since", "", "dead-lettered at or after: RFC 3339 or a duration ago")
+		fs.StringVar(&a.until, "until", "", "dead-lettered at or before: RFC 3339 or a duration ago")
+		fs.IntVar(&a.limit, "limit", 0, "at most this many reads, 0 for all")
+	}
+	if c.json {
+		fs.BoolVar(&a.json, "json", false, "one JSON object per line")
+	}
+	if c.replay {
+		fs.BoolVar(&a.dryRun, "dry-run", false, "list what would be replayed, change nothing")
+		fs.Float64Var(&a.rate, "rate", dlqops.DefaultRate, "reads republished per second")
+		fs.IntVar(&a.maxReplays, "max-replays", dlqops.DefaultMaxReplays, "skip reads replayed this many times already")
+	}
+	if c.yes {
+		fs.BoolVar(&a.yes, "yes", false, "do not ask for confirmation")
+	}
+}
+
+func reasons() []string {
+	var rs []string
+	for _, r := range dlq.Reasons() {
+		rs = append(rs, string(r))
+	}
+	return rs
+}
+
+// filter checks the flag values and returns the selection. It connects to
+// nothing.
+func (a *dlqArgs) filter(now time.Time) (dlqops.Filter, error) {
+	f := dlqops.Filter{Reason: a.reason, Cause: a.cause, Subject: a.subject, Meter: a.meter, Limit: a.limit}
+	if f.Reason != "" && !slices.Contains(reasons(), f.Reason) {
+		return f, fmt.Errorf("--reason %q: want %s", f.Reason, strings.Join(reasons(), " or "))
+	}
+	for _, tf := range []struct {
+		give, name string
+		to         *time.Time
+	}{{a.since, "--since", &f.Since}, {a.until, "--until", &f.Until}} {
+		t, err := dlqops.ParseTimeFlag(tf.give, now)
+		if err != nil {
+			return f, fmt.Errorf("%s: %w", tf.name, err)
 		}
+		*tf.to = t
+	}
+	return f, f.Validate()
+}
+
+// runDLQ runs "consumer dlq ..."; it returns the exit code. Every argument
+// is checked before it connects to NATS.
+func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		dlqUsage(stderr)
+		return exitBadUsage
+	}
+	if slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		dlqUsage(stdout)
 		return exitOK
 	}
 	sub, flags := args[0], args[1:]
+	i := slices.IndexFunc(dlqCommands, func(c dlqCommand) bool { return c.name == sub })
+	if i < 0 {
+		names := make([]string, len(dlqCommands))
+		for i, c := range dlqCommands {
+			names[i] = c.name
+		}
+		fmt.Fprintf(stderr, "consumer dlq: unknown subcommand %q; valid subcommands: %s (consumer dlq --help)\n",
+			sub, strings.Join(names, ", "))
+		return exitBadUsage
+	}
+	cmd := dlqCommands[i]
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "consumer dlq %s: %s\n", sub, fmt.Sprintf(format, a...))
+		return code
+	}
+
 	var positional []string
 	if len(flags) > 0 && !strings.HasPrefix(flags[0], "-") {
 		positional, flags = flags[:1], flags[1:] // show SEQ --nats-url ...
 	}
 	fs := flag.NewFlagSet("consumer dlq "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var (
-		reason  = fs.String("reason", "", "permanent or exhausted")
-		cause   = fs.String("cause", "", "cause, e.g. http_422")
-		subject = fs.String("subject", "", "original subject (wildcards allowed)")
-		meterID = fs.String("meter", "", "meter_id in the payload")
-		since   = fs.String("since", "", "dead-lettered at or after (RFC 3339 or a duration ago)")
-		until   = fs.String("until", "", "dead-lettered at or before (RFC 3339 or a duration ago)")
-		limit   = fs.Int("limit", 0, "at most this many reads (0: all)")
-		jsonOut = fs.Bool("json", false, "one JSON object per line")
-		dryRun  = fs.Bool("dry-run", false, "replay: list what would be replayed, change nothing")
-		rate    = fs.Float64("rate", dlqops.DefaultRate, "replay: reads per second")
-		maxRep  = fs.Int("max-replays", dlqops.DefaultMaxReplays, "replay: skip reads replayed this many times already")
-		yes     = fs.Bool("yes", false, "purge: do not ask for confirmation")
-	)
+	var a dlqArgs
+	a.define(fs, cmd)
+	own := flagNames(fs)
 	cfg, rest, err := config.LoadTool(fs, flags, getenv)
-	rest = append(positional, rest...)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stderr, dlqUsage)
+		dlqCommandUsage(stdout, cmd, fs, own)
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer dlq %s: %v\n", sub, err)
-		return exitBadUsage
+		return fail(exitBadUsage, "%v (consumer dlq %s --help)", err, sub)
 	}
-	if sub != "show" && len(rest) > 0 {
-		fmt.Fprintf(stderr, "consumer dlq %s: unexpected argument %q\n", sub, rest[0])
-		return exitBadUsage
-	}
-	now := time.Now()
-	f := dlqops.Filter{Reason: *reason, Cause: *cause, Subject: *subject, Meter: *meterID, Limit: *limit}
-	for _, tf := range []struct {
-		give string
-		to   *time.Time
-		name string
-	}{{*since, &f.Since, "--since"}, {*until, &f.Until, "--until"}} {
-		if tf.give == "" {
-			continue
+	rest = append(positional, rest...)
+
+	var seq uint64
+	if cmd.args != "" {
+		if len(rest) != 1 {
+			return fail(exitBadUsage, "want one dead-letter sequence, e.g. consumer dlq show 42")
 		}
-		if *tf.to, err = dlqops.ParseTimeFlag(tf.give, now); err != nil {
-			fmt.Fprintf(stderr, "consumer dlq %s: %s: %v\n", sub, tf.name, err)
-			return exitBadUsage
+		if seq, err = strconv.ParseUint(rest[0], 10, 64); err != nil || seq == 0 {
+			return fail(exitBadUsage, "sequence %q: want a positive number, as consumer dlq list shows", rest[0])
+		}
+	} else if len(rest) > 0 {
+		return fail(exitBadUsage, "unexpected argument %q (consumer dlq %s --help)", rest[0], sub)
+	}
+	f, err := a.filter(time.Now())
+	if err != nil {
+		return fail(exitBadUsage, "%v", err)
+	}
+	ro := dlqops.ReplayOptions{Filter: f, DryRun: a.dryRun, Rate: a.rate, MaxReplays: a.maxReplays}
+	if cmd.replay {
+		if err := ro.Validate(); err != nil {
+			return fail(exitBadUsage, "%v", err)
 		}
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	nc, err := service.Connect(ctx, cfg.NATS, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer dlq %s: not connected: %v\n", sub, err)
-		return exitFailure
+		return fail(exitFailure, "not connected: %v", err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer dlq %s: %v\n", sub, err)
-		return exitFailure
+		return fail(exitFailure, "%v", err)
 	}
 	ops := &dlqops.Ops{JS: js, Stream: cfg.DLQ.Stream, SourceStream: cfg.Stream.Name, Out: stdout, Terminal: isTerminal(stdout)}
 
 	switch sub {
 	case "list":
-		err = ops.List(ctx, f, *jsonOut)
+		err = ops.List(ctx, f, a.json)
 	case "stats":
-		err = ops.Stats(ctx, f, *jsonOut)
+		err = ops.Stats(ctx, f, a.json)
 	case "show":
-		if len(rest) != 1 {
-			fmt.Fprintln(stderr, "consumer dlq show: want one dead-letter sequence, e.g. consumer dlq show 42")
-			return exitBadUsage
-		}
-		seq, perr := strconv.ParseUint(rest[0], 10, 64)
-		if perr != nil {
-			fmt.Fprintf(stderr, "consumer dlq show: sequence %q: want a positive number\n", rest[0])
-			return exitBadUsage
-		}
 		err = ops.Show(ctx, seq)
 	case "replay":
 		var sum dlqops.ReplaySummary
-		sum, err = ops.Replay(ctx, dlqops.ReplayOptions{Filter: f, DryRun: *dryRun, Rate: *rate, MaxReplays: *maxRep})
+		sum, err = ops.Replay(ctx, ro)
 		if err == nil && sum.Failed > 0 {
 			err = fmt.Errorf("%d reads could not be replayed; their dead-letter copies are kept", sum.Failed)
 		}
 	case "purge":
 		confirm := func(n int) bool {
-			if *yes {
+			if a.yes {
 				return true
 			}
 			fmt.Fprintf(stderr, "delete %d dead-lettered reads from %s? type yes to confirm: ", n, cfg.DLQ.Stream)
@@ -142,13 +243,9 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 		if err == nil {
 			fmt.Fprintf(stdout, "deleted %d\n", n)
 		}
-	default:
-		fmt.Fprintf(stderr, "consumer dlq: unknown subcommand %q\n\n%s", sub, dlqUsage)
-		return exitBadUsage
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer dlq %s: %v\n", sub, err)
-		return exitFailure
+		return fail(exitFailure, "%v", err)
 	}
 	return exitOK
 }

@@ -113,6 +113,7 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 	assert.Contains(t, body, `meter_consumer_dead_letters_total{reason="permanent"} 2`)
 	assert.Contains(t, body, "go_goroutines")
 	assert.Contains(t, body, "process_resident_memory_bytes")
+	assert.Regexp(t, `meter_consumer_build_info\{goversion="go[^"]+",revision="[^"]+",version="[^"]+"\} 1`, body)
 	code, _ = get(t, "http://"+addr+"/healthz")
 	assert.Equal(t, 200, code)
 	code, body = get(t, "http://"+addr+"/readyz")
@@ -120,6 +121,14 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 
 	assert.Equal(t, 0, stop(p, 15*time.Second), "exit 0 after a clean shutdown")
 	assert.NotNil(t, p.First("stopped cleanly"))
+
+	// Logs a person reads: the build on every line, the start-up line
+	// included, and durations as in the configuration.
+	started := p.First("starting meter-consumer")
+	require.NotNil(t, started)
+	assert.NotEmpty(t, started["version"])
+	assert.Equal(t, started["version"], p.First("stopped cleanly")["version"])
+	assert.Equal(t, "30s", p.First("shutting down; a second signal exits at once")["timeout"])
 
 	dl, err := js.Stream(t.Context(), "METER_READS_DLQ")
 	require.NoError(t, err)

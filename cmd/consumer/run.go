@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/service"
+	"github.com/meterline/meter-consumer/internal/version"
 )
 
 // Exit codes.
@@ -25,23 +27,50 @@ const (
 	exitBadUsage = 2
 )
 
-// run loads the configuration, owns the signals and the registry, and runs
-// the service. It returns the process exit code.
+// subcommands are the words "consumer <word>" understands; anything else
+// that does not start with a dash is an error naming them.
+var subcommands = []string{"dlq", "bench", "version", "help"}
+
+const subcommandsUsage = `
+Subcommands:
+  consumer dlq list|show|stats|replay|purge   work the dead-letter stream (consumer dlq --help)
+  consumer bench                              the performance figures (consumer bench --help)
+  consumer version                            the version, revision and Go version (also --version)
+  consumer help                               this help (also --help, -h)
+`
+
+// run dispatches to a subcommand, or loads the configuration, owns the
+// signals and the registry, and runs the service. It returns the process
+// exit code.
 func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "dlq" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return runDLQ(ctx, args[1:], getenv, stdin, stdout, stderr)
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, rest := args[0], args[1:]
+		switch sub {
+		case "dlq":
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runDLQ(ctx, rest, getenv, stdin, stdout, stderr)
+		case "bench":
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runBench(ctx, rest, stdout, stderr)
+		case "version":
+			return runVersion(rest, stdout, stderr)
+		case "help":
+			usage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "consumer: unknown subcommand %q; valid subcommands: %s (consumer --help)\n",
+			sub, strings.Join(subcommands, ", "))
+		return exitBadUsage
 	}
-	if len(args) > 0 && args[0] == "bench" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return runBench(ctx, args[1:], stdout, stderr)
+	if wantsVersion(args) {
+		fmt.Fprintln(stdout, version.Get())
+		return exitOK
 	}
 	cfg, err := config.Load(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
-		config.Usage(stderr)
-		fmt.Fprint(stderr, "\nSubcommands:\n  consumer dlq list|show|stats|replay|purge   work the dead-letter stream (consumer dlq --help)\n  consumer bench                              the performance figures (consumer bench --help)\n")
+		usage(stdout)
 		return exitOK
 	}
 	if err != nil {
@@ -53,6 +82,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitBadUsage
 	}
+	info := version.Get()
+	// Every line carries the version, the start-up line included, so the
+	// lines of a fleet in the middle of a rolling update tell the builds
+	// apart.
+	log = log.With(slog.String("version", info.Version))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -64,9 +98,53 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := version.Register(reg, info); err != nil {
+		log.Error("exiting", slog.Any("error", err))
+		return exitFailure
+	}
 	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: reg}); err != nil {
 		log.Error("exiting", slog.Any("error", err))
 		return exitFailure
 	}
 	return exitOK
+}
+
+// usage writes the service's help: every setting, then the subcommands.
+func usage(w io.Writer) {
+	config.Usage(w)
+	fmt.Fprint(w, subcommandsUsage)
+}
+
+// wantsVersion reports whether the flags ask for the version (--version or
+// -version before any "--").
+func wantsVersion(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--version", "-version":
+			return true
+		}
+	}
+	return false
+}
+
+const versionUsage = `usage: consumer version
+
+Prints the version, the VCS revision and the Go version of this binary, as
+the meter_consumer_build_info gauge labels them.
+`
+
+// runVersion runs "consumer version".
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprintln(stdout, version.Get())
+		return exitOK
+	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		fmt.Fprint(stdout, versionUsage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "consumer version: unexpected argument %q\n\n%s", args[0], versionUsage)
+	return exitBadUsage
 }

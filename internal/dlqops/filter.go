@@ -84,3 +84,8 @@ func subjectMatch(p, subject string) bool {
 	}
 	return len(pt) == len(st)
 }
+
+// Validate reports a filter the tools cannot use, naming its flag; it
+// connects to nothing, so a command line can be checked before connecting.
+// List, Stats, Replay and Purge check it too.
+func (f Filter) Validate() error { return f.validate() }

@@ -33,6 +33,13 @@ type ReplayOptions struct {
 	MaxReplays int     // skip reads already replayed this many times (0: DefaultMaxReplays)
 }
 
+// Validate reports options Replay cannot use, naming the flag; it connects
+// to nothing. Replay checks them too.
+func (ro ReplayOptions) Validate() error {
+	_, err := ro.withDefaults()
+	return err
+}
+
 func (ro ReplayOptions) withDefaults() (ReplayOptions, error) {
 	if err := ro.Filter.validate(); err != nil {
 		return ro, err

@@ -3,9 +3,11 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/version"
 )
 
 // Sink delivers one read. A nil error means the read is billed (or was
@@ -38,9 +41,21 @@ type HTTPOptions struct {
 	Concurrency int
 	// Classifier decides permanent statuses; nil means the defaults.
 	Classifier *classify.HTTP
-	// Client replaces the built-in client (tests, TLS); its Timeout is left
-	// as is, its CheckRedirect is replaced: redirects are never followed.
+	// Client replaces the built-in client (tests); its Timeout is left as
+	// is, its CheckRedirect is replaced: redirects are never followed. It
+	// cannot be given with Access's TLS files, which need the built-in
+	// transport.
 	Client *http.Client
+	// Access is the bearer token, client certificate, CA and static headers
+	// the rate engine wants; the zero value adds nothing.
+	Access Access
+	// UserAgent is sent on every request; "" means meter-consumer/<version>.
+	UserAgent string
+	// Logger receives the lines about the token file and the client
+	// certificate being read again (never their content); nil discards them.
+	Logger *slog.Logger
+	// now is the clock of the reload checks; nil is time.Now.
+	now func() time.Time
 }
 
 // HTTP posts reads to a URL.
@@ -49,13 +64,21 @@ type HTTP struct {
 	timeout    time.Duration
 	client     *http.Client
 	classifier *classify.HTTP
+	userAgent  string
+	headers    http.Header                // static, shared by every request: never modified
+	token      *reloaded[string]          // nil without a token file
+	cert       *reloaded[tls.Certificate] // nil without a client certificate
 }
 
 // NewHTTP validates the options and builds the sink.
 func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("downstream url %q: must be an absolute http or https URL", o.URL)
+		shown := "(unparsable)"
+		if err == nil {
+			shown = u.Redacted() // a password in the user info is a secret
+		}
+		return nil, fmt.Errorf("downstream url %q: must be an absolute http or https URL", shown)
 	}
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("downstream timeout (%s): must be > 0", o.Timeout)
@@ -63,18 +86,82 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.Classifier == nil {
 		o.Classifier, _ = classify.NewHTTP(nil, nil)
 	}
+	if o.UserAgent == "" {
+		o.UserAgent = version.Get().UserAgent()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	a := o.Access
+	if a.ReloadInterval <= 0 {
+		a.ReloadInterval = DefaultReloadInterval
+	}
+	h := &HTTP{url: o.URL, timeout: o.Timeout, classifier: o.Classifier, userAgent: o.UserAgent}
+	if h.headers, err = headerFrom(a.Headers, a.TokenFile != ""); err != nil {
+		return nil, fmt.Errorf("downstream headers: %w", err)
+	}
+	if a.TokenFile != "" {
+		h.token, err = newReloaded("downstream token file", []string{a.TokenFile}, a.ReloadInterval,
+			func() (string, error) { return ReadTokenFile(a.TokenFile) }, o.now, o.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("downstream token: %w", err)
+		}
+	}
+
 	client := &http.Client{Transport: NewTransport(max(o.Concurrency, 1))}
-	if o.Client != nil {
+	switch {
+	case o.Client != nil && a.tls():
+		return nil, errors.New("downstream: a Client and TLS files are exclusive: give the files, or a Client whose transport has them")
+	case o.Client != nil:
 		c := *o.Client
 		client = &c
+	case a.tls():
+		tc, err := h.tlsConfig(a, o.now, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		client.Transport.(*http.Transport).TLSClientConfig = tc
 	}
 	// A delivery is a 2xx answer to the POST of the read's body to the
 	// configured URL, nothing else: a followed 302 would become a GET without
 	// the body, and the 200 of a login page would ack a read nobody billed.
 	// The 3xx itself is returned and classified (classify.CauseRedirect).
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	h := &HTTP{url: o.URL, timeout: o.Timeout, client: client, classifier: o.Classifier}
+	h.client = client
 	return h, nil
+}
+
+// tlsConfig returns the client side of TLS that a asks for: a CA pool in
+// place of the system's, a client certificate read again when it changes.
+func (h *HTTP) tlsConfig(a Access, now func() time.Time, log *slog.Logger) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if a.CAFile != "" {
+		pool, err := LoadCAFile(a.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("downstream TLS: %w", err)
+		}
+		tc.RootCAs = pool
+	}
+	switch {
+	case a.CertFile != "" && a.KeyFile != "":
+		var err error
+		h.cert, err = newReloaded("downstream client certificate", []string{a.CertFile, a.KeyFile}, a.ReloadInterval,
+			func() (tls.Certificate, error) { return LoadClientCert(a.CertFile, a.KeyFile) }, now, log)
+		if err != nil {
+			return nil, fmt.Errorf("downstream TLS: %w", err)
+		}
+		// Asked at each handshake: a new connection presents the newest.
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c := h.cert.Get()
+			return &c, nil
+		}
+	case a.CertFile != "" || a.KeyFile != "":
+		return nil, errors.New("downstream TLS: a client certificate needs its key, and a key its certificate")
+	}
+	return tc, nil
 }
 
 // NewTransport returns a transport whose pool keeps one idle connection per
@@ -95,7 +182,9 @@ func NewTransport(concurrency int) *http.Transport {
 // CloseIdle closes pooled connections (at shutdown).
 func (h *HTTP) CloseIdle() { h.client.CloseIdleConnections() }
 
-// Deliver POSTs the normalised read with its Idempotency-Key header.
+// Deliver POSTs the normalised read with its Idempotency-Key header, the
+// static headers, the User-Agent, the bearer token when a token file is set,
+// and the traceparent ctx carries (WithTraceParent).
 func (h *HTTP) Deliver(ctx context.Context, r meter.Read) error {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
@@ -107,12 +196,25 @@ func (h *HTTP) Deliver(ctx context.Context, r meter.Read) error {
 	if err != nil {
 		return classify.NewPermanent(classify.CauseUnknown, fmt.Errorf("build request: %w", err))
 	}
+	for k, v := range h.headers {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", r.IdempotencyKey)
+	req.Header.Set("User-Agent", h.userAgent)
+	if h.token != nil {
+		req.Header.Set("Authorization", "Bearer "+h.token.Get())
+	}
+	if tp := traceParent(ctx); tp != "" {
+		req.Header.Set("Traceparent", tp)
+	}
 
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return classify.Of(fmt.Errorf("post read: %w", unwrapURL(err)))
+	}
+	if resp.StatusCode == http.StatusUnauthorized && h.token != nil {
+		h.token.CheckSoon() // the token may have rotated since the last check
 	}
 	// Drain a bounded amount so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

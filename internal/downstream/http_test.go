@@ -120,9 +120,10 @@ func TestConnectionsAreReused(t *testing.T) {
 }
 
 func TestNewHTTPValidates(t *testing.T) {
-	for _, u := range []string{"", "ftp://x/y", "/reads", "http://"} {
+	for _, u := range []string{"", "ftp://x/y", "/reads", "http://", "ftp://bob:pa55word@x/y", "http://bob:pa55word@x:port/y"} {
 		_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: u, Timeout: time.Second})
-		assert.Error(t, err, u)
+		require.Error(t, err, u)
+		assert.NotContains(t, err.Error(), "pa55word")
 	}
 	_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "http://x/reads"})
 	assert.ErrorContains(t, err, "timeout")
