@@ -257,6 +257,7 @@ func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, log
 	}
 	h, err := downstream.NewHTTP(downstream.HTTPOptions{
 		URL: url, Timeout: cfg.Downstream.Timeout, Concurrency: cfg.Consumer.Concurrency, Classifier: cls,
+		Access: cfg.Downstream.Access(), Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -8,11 +8,13 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 )
 
@@ -167,7 +169,22 @@ func (c *Consumer) deliver(ctx context.Context, d *delivery, read meter.Read) (e
 			err = classify.NewTransient(classify.CausePanic, pe)
 		}
 	}()
+	if tp := traceParent(d.msg.Headers()); tp != "" {
+		ctx = downstream.WithTraceParent(ctx, tp)
+	}
 	return c.o.Sink.Deliver(ctx, read)
+}
+
+// traceParent is the W3C traceparent a head-end put on the message, passed
+// on to the rate engine so that its trace reaches the bill.
+func traceParent(h nats.Header) string {
+	if h == nil {
+		return ""
+	}
+	if v := h.Get("traceparent"); v != "" {
+		return v
+	}
+	return h.Get("Traceparent")
 }
 
 // retryLater holds the read for delay, then NAKs it for redelivery.
