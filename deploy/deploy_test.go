@@ -553,8 +553,11 @@ func TestServiceMonitorScrapesMetrics(t *testing.T) {
 	m := load(t)
 	sel := mustSelector(t, &m.sm.Spec.Selector)
 	assert.True(t, sel.Matches(labels.Set(m.svc.Labels)), "the ServiceMonitor selects the Service")
-	assert.Empty(t, m.sm.Spec.JobLabel, "the job label is the Service name, which the alerts select on")
-	assert.Equal(t, "meter-consumer", m.svc.Name)
+	require.NotEmpty(t, m.sm.Spec.JobLabel, "the job is pinned, not the Service's name by default")
+	assert.Equal(t, "meter-consumer", m.svc.Labels[m.sm.Spec.JobLabel], "the job the alerts and the dashboard select")
+	assert.NotEmpty(t, m.sm.Metadata.Labels["release"], "kube-prometheus-stack selects monitors by release")
+	assert.Equal(t, m.sm.Metadata.Labels["release"], m.rule.Metadata.Labels["release"],
+		"the ServiceMonitor and the PrometheusRule are picked up by the same Prometheus")
 	require.Len(t, m.sm.Spec.Endpoints, 1)
 	ep := m.sm.Spec.Endpoints[0]
 	assert.Equal(t, m.svc.Spec.Ports[0].Name, ep.Port)
