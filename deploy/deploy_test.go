@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -222,20 +223,21 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	assert.Equal(t, appName, m.kust.Namespace)
 }
 
-// TestKustomizeBuild renders the kustomization with kubectl's built-in
-// kustomize (offline) when kubectl is installed, and decodes every rendered
-// object strictly again.
-func TestKustomizeBuild(t *testing.T) {
+// kustomize renders dir with kubectl's built-in kustomize (offline), or
+// skips the test when kubectl is not installed, and decodes every rendered
+// object strictly again; it returns them by kind (raw YAML documents).
+func kustomize(t *testing.T, dir string) map[string][]string {
+	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not installed")
 	}
-	cmd := exec.Command(kubectl, "kustomize", k8sDir)
+	cmd := exec.Command(kubectl, "kustomize", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "kubectl kustomize: %s", stderr.String())
-	kinds := map[string]int{}
+	require.NoError(t, err, "kubectl kustomize %s: %s", dir, stderr.String())
+	kinds := map[string][]string{}
 	for doc := range strings.SplitSeq(string(out), "\n---\n") {
 		var tm struct {
 			metav1.TypeMeta `json:",inline"`
@@ -243,7 +245,7 @@ func TestKustomizeBuild(t *testing.T) {
 		}
 		require.NoError(t, k8syaml.Unmarshal([]byte(doc), &tm))
 		assert.Equal(t, appName, tm.Metadata.Namespace, "%s %s", tm.Kind, tm.Metadata.Name)
-		kinds[tm.Kind]++
+		kinds[tm.Kind] = append(kinds[tm.Kind], doc)
 		var into any
 		switch tm.Kind {
 		case "Deployment":
@@ -268,7 +270,27 @@ func TestKustomizeBuild(t *testing.T) {
 		}
 		assert.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), into), tm.Kind)
 	}
-	assert.Len(t, kinds, 8, "kinds rendered: %v", kinds)
+	return kinds
+}
+
+// TestKustomizeBuild renders the kustomization.
+func TestKustomizeBuild(t *testing.T) {
+	kinds := kustomize(t, k8sDir)
+	assert.Len(t, kinds, 8, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
+}
+
+// TestOverlayExample renders deploy/overlays/example, the overlay
+// docs/OPERATIONS.md shows, and checks that its values land.
+func TestOverlayExample(t *testing.T) {
+	kinds := kustomize(t, filepath.Join("overlays", "example"))
+	require.Len(t, kinds["ScaledObject"], 1)
+	var so scaledObject
+	require.NoError(t, k8syaml.UnmarshalStrict([]byte(kinds["ScaledObject"][0]), &so))
+	require.Len(t, so.Spec.Triggers, 1)
+	account := so.Spec.Triggers[0].Metadata["account"]
+	assert.True(t, nkeys.IsValidPublicAccountKey(account), "the overlay sets an account public key: %q", account)
+	assert.Equal(t, load(t).so.Spec.Triggers[0].Metadata["stream"], so.Spec.Triggers[0].Metadata["stream"],
+		"the patch replaces the account only")
 }
 
 // --- the Deployment ---------------------------------------------------------
@@ -611,6 +633,20 @@ func TestScaledObject(t *testing.T) {
 	require.NoError(t, err, "lagThreshold is a number")
 	assert.Positive(t, lag.Value())
 	assert.NotContains(t, md["natsServerMonitoringEndpoint"], "://", "host:port, without a scheme (useHttps says it)")
+	assert.Regexp(t, `^nats-headless\.`, md["natsServerMonitoringEndpoint"],
+		"the headless service: KEDA reaches each server of a cluster by its name under it")
+	assert.True(t, validAccount(md["account"]), "account %q: an account public key, $G, or the placeholder", md["account"])
+}
+
+// accountPlaceholder is the ScaledObject's account as shipped: it must be
+// replaced (docs/OPERATIONS.md, "Scaling").
+const accountPlaceholder = "SET_THE_ACCOUNT_PUBLIC_KEY"
+
+// validAccount: the name KEDA finds in /jsz: an account's public key (a
+// server with creds is in operator mode), $G (a server without accounts),
+// or the shipped placeholder.
+func validAccount(a string) bool {
+	return a == accountPlaceholder || a == "$G" || nkeys.IsValidPublicAccountKey(a)
 }
 
 // TestNoStrayFields proves the strict decoding works: a misplaced field in a
