@@ -29,11 +29,12 @@ type panel struct {
 		H, W, X, Y int
 	} `json:"gridPos"`
 	Targets []struct {
-		RefID      string `json:"refId"`
-		Expr       string `json:"expr"`
-		Datasource *dsRef `json:"datasource"`
-		Format     string `json:"format"`
-		Instant    bool   `json:"instant"`
+		RefID        string `json:"refId"`
+		Expr         string `json:"expr"`
+		Datasource   *dsRef `json:"datasource"`
+		Format       string `json:"format"`
+		LegendFormat string `json:"legendFormat"`
+		Instant      bool   `json:"instant"`
 	} `json:"targets"`
 	FieldConfig struct {
 		Defaults struct {
@@ -93,7 +94,7 @@ func readDashboard(t *testing.T) dashboard {
 
 // TestDashboardImportable: the JSON is a dashboard Grafana imports as is:
 // no id, a fixed uid, a datasource variable every panel and query uses, and
-// job and instance variables.
+// namespace, job and pod variables.
 func TestDashboardImportable(t *testing.T) {
 	d := readDashboard(t)
 	assert.Nil(t, d.ID, "an imported dashboard gets its id from Grafana")
@@ -109,7 +110,7 @@ func TestDashboardImportable(t *testing.T) {
 	ds := d.Templating.List[vars["datasource"]]
 	assert.Equal(t, "datasource", ds.Type)
 	assert.Equal(t, "prometheus", ds.Query)
-	for _, name := range []string{"job", "instance"} {
+	for _, name := range []string{"namespace", "job", "pod"} {
 		require.Contains(t, vars, name)
 		v := d.Templating.List[vars[name]]
 		assert.Equal(t, "query", v.Type, name)
@@ -118,9 +119,13 @@ func TestDashboardImportable(t *testing.T) {
 		_, ok := labelValuesSelector(v.Query)
 		assert.True(t, ok, "%s: %v", name, v.Query)
 	}
-	inst := d.Templating.List[vars["instance"]]
-	assert.True(t, inst.Multi && inst.IncludeAll, "instance: several replicas or all")
-	assert.Equal(t, ".*", inst.AllValue)
+	assert.Less(t, vars["namespace"], vars["job"], "the job list depends on the namespace")
+	assert.Less(t, vars["job"], vars["pod"], "the pod list depends on the job")
+	pod := d.Templating.List[vars["pod"]]
+	assert.True(t, pod.Multi && pod.IncludeAll, "pod: several replicas or all")
+	assert.Equal(t, ".*", pod.AllValue)
+	ns := d.Templating.List[vars["namespace"]]
+	assert.False(t, ns.Multi || ns.IncludeAll, "namespace: one at a time, the backlog gauges are per namespace")
 
 	ids := map[int]bool{}
 	titles := map[string]bool{}
@@ -162,15 +167,24 @@ func assertNoOverlap(t *testing.T, ps []panel) {
 
 var consumerSelector = regexp.MustCompile(`\b((?:meter_consumer|process|go)_[a-z0-9_]+|up)\b(\{[^}]*\})?`)
 
-// TestDashboardFiltersByJobAndInstance: every series the dashboard selects is
-// filtered by the job and instance variables.
-func TestDashboardFiltersByJobAndInstance(t *testing.T) {
+var aggregated = regexp.MustCompile(`\b(sum|min|max|avg|group|count)\s*(by|without|\()`)
+
+// TestDashboardFiltersByNamespaceJobAndPod: every series the dashboard
+// selects is filtered by the namespace, job and pod variables, and every
+// per-replica series is told apart by its pod.
+func TestDashboardFiltersByNamespaceJobAndPod(t *testing.T) {
 	d := readDashboard(t)
 	for _, p := range d.allPanels() {
 		for _, tg := range p.Targets {
 			for _, m := range consumerSelector.FindAllStringSubmatch(tg.Expr, -1) {
+				assert.Contains(t, m[2], `namespace="$namespace"`, "%s: %s", p.Title, m[0])
 				assert.Contains(t, m[2], `job="$job"`, "%s: %s", p.Title, m[0])
-				assert.Contains(t, m[2], `instance=~"$instance"`, "%s: %s", p.Title, m[0])
+				assert.Contains(t, m[2], `pod=~"$pod"`, "%s: %s", p.Title, m[0])
+			}
+			assert.NotContains(t, tg.Expr, "instance", "%s: replicas are pods", p.Title)
+			assert.NotContains(t, tg.LegendFormat, "instance", "%s: replicas are pods", p.Title)
+			if strings.Contains(tg.Expr, "by (pod") || !aggregated.MatchString(tg.Expr) {
+				assert.Equal(t, "{{pod}}", tg.LegendFormat, "%s %s: one series per pod: %s", p.Title, tg.RefID, tg.Expr)
 			}
 		}
 	}
@@ -195,15 +209,18 @@ func TestDashboardPanels(t *testing.T) {
 		{"Dead letters by reason", "timeseries", []string{"meter_consumer_dead_letters_total{", "by (reason)"}},
 		{"In flight", "timeseries", []string{"meter_consumer_in_flight{"}},
 		{"Reads held for a retry", "timeseries", []string{"meter_consumer_retry_held{"}},
-		{"Breaker state by replica", "state-timeline", []string{"meter_consumer_breaker_state{", "by (instance)"}},
+		{"Breaker state by replica", "state-timeline", []string{"meter_consumer_breaker_state{", "by (pod)"}},
 		{"Breaker transitions", "timeseries", []string{"meter_consumer_breaker_transitions_total{", "by (to)"}},
-		{"Backlog", "timeseries", []string{"meter_consumer_pending_messages{", "meter_consumer_ack_pending_messages{"}},
+		{"Backlog", "timeseries", []string{"meter_consumer_pending_messages{", "meter_consumer_ack_pending_messages{", "meter_consumer_max_ack_pending{"}},
 		{"Backlog trend", "timeseries", []string{"deriv(meter_consumer_pending_messages{"}},
 		{"Dead-letter stream size", "timeseries", []string{"meter_consumer_dead_letter_stream_messages{"}},
 		{"Handle duration percentiles", "timeseries", []string{"histogram_quantile(0.5,", "histogram_quantile(0.9,", "histogram_quantile(0.99,", "meter_consumer_handle_duration_seconds_bucket{"}},
 		{"Dead-letter publish errors", "timeseries", []string{"meter_consumer_dead_letter_publish_errors_total{"}},
 		{"Settle errors by operation", "timeseries", []string{"meter_consumer_settle_errors_total{", "by (op)"}},
-		{"Throughput by replica", "timeseries", []string{"by (instance)"}},
+		{"Throughput by replica", "timeseries", []string{"by (pod)"}},
+		{"Ack pending", "stat", []string{"meter_consumer_ack_pending_messages{", "/ max(meter_consumer_max_ack_pending{"}},
+		{"Oldest unsettled read", "timeseries", []string{"meter_consumer_oldest_unacked_age_seconds{", "meter_consumer_stream_max_age_seconds{"}},
+		{"Stream usage", "timeseries", []string{"meter_consumer_stream_messages{", "meter_consumer_stream_max_messages{", "meter_consumer_stream_bytes{", "meter_consumer_stream_max_bytes{"}},
 		{"Resident memory by replica", "timeseries", []string{"process_resident_memory_bytes{"}},
 	}
 	for _, w := range want {

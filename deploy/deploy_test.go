@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"cmp"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,16 +139,29 @@ type scaledObject struct {
 
 // kustomization mirrors kustomize.config.k8s.io/v1beta1 Kustomization.
 type kustomization struct {
-	metav1.TypeMeta `json:",inline"`
-	Namespace       string   `json:"namespace,omitempty"`
-	Resources       []string `json:"resources"`
+	metav1.TypeMeta    `json:",inline"`
+	Namespace          string   `json:"namespace,omitempty"`
+	Resources          []string `json:"resources"`
+	ConfigMapGenerator []struct {
+		Name    string   `json:"name"`
+		Files   []string `json:"files"`
+		Options struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"options"`
+	} `json:"configMapGenerator"`
+	Images []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+	} `json:"images"`
 }
 
 // --- loading the whole set --------------------------------------------------
 
 type manifests struct {
 	sa     corev1.ServiceAccount
-	cm     corev1.ConfigMap
+	cm     corev1.ConfigMap // what the configMapGenerator makes, before the hash
+	netpol networkingv1.NetworkPolicy
 	deploy appsv1.Deployment
 	svc    corev1.Service
 	pdb    policyv1.PodDisruptionBudget
@@ -159,7 +175,7 @@ func load(t *testing.T) *manifests {
 	t.Helper()
 	m := &manifests{}
 	decodeStrict(t, "serviceaccount.yaml", &m.sa)
-	decodeStrict(t, "configmap.yaml", &m.cm)
+	decodeStrict(t, "networkpolicy.yaml", &m.netpol)
 	decodeStrict(t, "deployment.yaml", &m.deploy)
 	decodeStrict(t, "service.yaml", &m.svc)
 	decodeStrict(t, "poddisruptionbudget.yaml", &m.pdb)
@@ -167,6 +183,14 @@ func load(t *testing.T) *manifests {
 	decodeStrict(t, "prometheusrule.yaml", &m.rule)
 	decodeStrict(t, "scaledobject.yaml", &m.so)
 	decodeStrict(t, "kustomization.yaml", &m.kust)
+	require.Len(t, m.kust.ConfigMapGenerator, 1)
+	gen := m.kust.ConfigMapGenerator[0]
+	m.cm.Name, m.cm.Labels, m.cm.Data = gen.Name, gen.Options.Labels, map[string]string{}
+	for _, f := range gen.Files {
+		data, err := os.ReadFile(filepath.Join(k8sDir, f))
+		require.NoError(t, err)
+		m.cm.Data[filepath.Base(f)] = string(data)
+	}
 	return m
 }
 
@@ -184,7 +208,7 @@ func TestManifestKinds(t *testing.T) {
 		apiVersion, kind string
 	}{
 		{m.sa.TypeMeta, "v1", "ServiceAccount"},
-		{m.cm.TypeMeta, "v1", "ConfigMap"},
+		{m.netpol.TypeMeta, "networking.k8s.io/v1", "NetworkPolicy"},
 		{m.deploy.TypeMeta, "apps/v1", "Deployment"},
 		{m.svc.TypeMeta, "v1", "Service"},
 		{m.pdb.TypeMeta, "policy/v1", "PodDisruptionBudget"},
@@ -196,7 +220,7 @@ func TestManifestKinds(t *testing.T) {
 		assert.Equal(t, c.apiVersion, c.got.APIVersion, c.kind)
 		assert.Equal(t, c.kind, c.got.Kind)
 	}
-	for _, meta := range []metav1.ObjectMeta{m.sa.ObjectMeta, m.cm.ObjectMeta, m.deploy.ObjectMeta, m.svc.ObjectMeta,
+	for _, meta := range []metav1.ObjectMeta{m.sa.ObjectMeta, m.cm.ObjectMeta, m.netpol.ObjectMeta, m.deploy.ObjectMeta, m.svc.ObjectMeta,
 		m.pdb.ObjectMeta, m.sm.Metadata, m.rule.Metadata, m.so.Metadata} {
 		assert.Equal(t, appName, meta.Name)
 		assert.Empty(t, meta.Namespace, "%s: the namespace comes from the kustomization", meta.Name)
@@ -205,7 +229,7 @@ func TestManifestKinds(t *testing.T) {
 }
 
 // TestKustomizationListsEveryManifest: every YAML file of the directory is a
-// resource of the kustomization and every resource exists.
+// resource or a generator's file of the kustomization, and every one exists.
 func TestKustomizationListsEveryManifest(t *testing.T) {
 	m := load(t)
 	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
@@ -217,25 +241,29 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 		}
 	}
 	got := slices.Clone(m.kust.Resources)
+	for _, g := range m.kust.ConfigMapGenerator {
+		got = append(got, g.Files...)
+	}
 	sort.Strings(got)
 	assert.Equal(t, want, got)
 	assert.Equal(t, appName, m.kust.Namespace)
 }
 
-// TestKustomizeBuild renders the kustomization with kubectl's built-in
-// kustomize (offline) when kubectl is installed, and decodes every rendered
-// object strictly again.
-func TestKustomizeBuild(t *testing.T) {
+// kustomize renders dir with kubectl's built-in kustomize (offline), or
+// skips the test when kubectl is not installed, and decodes every rendered
+// object strictly again; it returns them by kind (raw YAML documents).
+func kustomize(t *testing.T, dir string) map[string][]string {
+	t.Helper()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not installed")
 	}
-	cmd := exec.Command(kubectl, "kustomize", k8sDir)
+	cmd := exec.Command(kubectl, "kustomize", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "kubectl kustomize: %s", stderr.String())
-	kinds := map[string]int{}
+	require.NoError(t, err, "kubectl kustomize %s: %s", dir, stderr.String())
+	kinds := map[string][]string{}
 	for doc := range strings.SplitSeq(string(out), "\n---\n") {
 		var tm struct {
 			metav1.TypeMeta `json:",inline"`
@@ -243,7 +271,7 @@ func TestKustomizeBuild(t *testing.T) {
 		}
 		require.NoError(t, k8syaml.Unmarshal([]byte(doc), &tm))
 		assert.Equal(t, appName, tm.Metadata.Namespace, "%s %s", tm.Kind, tm.Metadata.Name)
-		kinds[tm.Kind]++
+		kinds[tm.Kind] = append(kinds[tm.Kind], doc)
 		var into any
 		switch tm.Kind {
 		case "Deployment":
@@ -252,6 +280,8 @@ func TestKustomizeBuild(t *testing.T) {
 			into = &corev1.Service{}
 		case "ConfigMap":
 			into = &corev1.ConfigMap{}
+		case "NetworkPolicy":
+			into = &networkingv1.NetworkPolicy{}
 		case "ServiceAccount":
 			into = &corev1.ServiceAccount{}
 		case "PodDisruptionBudget":
@@ -268,7 +298,81 @@ func TestKustomizeBuild(t *testing.T) {
 		}
 		assert.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), into), tm.Kind)
 	}
-	assert.Len(t, kinds, 8, "kinds rendered: %v", kinds)
+	return kinds
+}
+
+// TestKustomizeBuild renders the kustomization: every kind once, the image
+// from the images stanza, the Deployment mounting the generated ConfigMap.
+func TestKustomizeBuild(t *testing.T) {
+	m := load(t)
+	kinds := kustomize(t, k8sDir)
+	assert.Len(t, kinds, 9, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
+	d, cm := rendered(t, kinds)
+	require.Len(t, m.kust.Images, 1)
+	img := m.kust.Images[0]
+	assert.Equal(t, cmp.Or(img.NewName, img.Name)+":"+img.NewTag, container(t, d).Image)
+	assert.Regexp(t, `^meter-consumer-[a-z0-9]{10}$`, cm.Name, "the generated name carries the content's hash")
+	assert.Equal(t, m.cm.Data, cm.Data)
+}
+
+// rendered returns the rendered Deployment and ConfigMap, and checks that the
+// first mounts the second.
+func rendered(t *testing.T, kinds map[string][]string) (appsv1.Deployment, corev1.ConfigMap) {
+	t.Helper()
+	var d appsv1.Deployment
+	var cm corev1.ConfigMap
+	require.Len(t, kinds["Deployment"], 1)
+	require.Len(t, kinds["ConfigMap"], 1)
+	require.NoError(t, k8syaml.Unmarshal([]byte(kinds["Deployment"][0]), &d))
+	require.NoError(t, k8syaml.Unmarshal([]byte(kinds["ConfigMap"][0]), &cm))
+	var mounted []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil {
+			mounted = append(mounted, v.ConfigMap.Name)
+		}
+	}
+	assert.Equal(t, []string{cm.Name}, mounted, "the pods mount the generated ConfigMap")
+	return d, cm
+}
+
+// TestConfigChangeRollsThePods: a changed consumer.yaml renders a ConfigMap
+// of another name, and so another pod template: the next apply rolls the
+// pods instead of leaving them on the old file.
+func TestConfigChangeRollsThePods(t *testing.T) {
+	dir := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if filepath.Base(f) == "consumer.yaml" {
+			changed := strings.Replace(string(data), "  level: info", "  level: debug", 1)
+			require.NotEqual(t, string(data), changed)
+			data = []byte(changed)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o600))
+	}
+	before, beforeCM := rendered(t, kustomize(t, k8sDir))
+	after, afterCM := rendered(t, kustomize(t, dir))
+	assert.NotEqual(t, beforeCM.Name, afterCM.Name)
+	assert.NotEqual(t, before.Spec.Template, after.Spec.Template, "a new pod template is a rollout")
+}
+
+// TestOverlayExample renders deploy/overlays/example, the overlay
+// docs/OPERATIONS.md shows, and checks that its values land.
+func TestOverlayExample(t *testing.T) {
+	kinds := kustomize(t, filepath.Join("overlays", "example"))
+	require.Len(t, kinds["ScaledObject"], 1)
+	var so scaledObject
+	require.NoError(t, k8syaml.UnmarshalStrict([]byte(kinds["ScaledObject"][0]), &so))
+	require.Len(t, so.Spec.Triggers, 1)
+	account := so.Spec.Triggers[0].Metadata["account"]
+	assert.True(t, nkeys.IsValidPublicAccountKey(account), "the overlay sets an account public key: %q", account)
+	d, _ := rendered(t, kinds)
+	assert.Equal(t, "registry.example.com/meterline/meter-consumer:v1.4.0", container(t, d).Image,
+		"the overlay's images stanza names the base's image")
+	assert.Equal(t, load(t).so.Spec.Triggers[0].Metadata["stream"], so.Spec.Triggers[0].Metadata["stream"],
+		"the patch replaces the account only")
 }
 
 // --- the Deployment ---------------------------------------------------------
@@ -299,7 +403,10 @@ func TestDeployment(t *testing.T) {
 	assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "the selector matches the pod template")
 	assert.Equal(t, intstr.FromInt32(0), *d.Spec.Strategy.RollingUpdate.MaxUnavailable)
 
-	assert.Equal(t, "meter-consumer", strings.SplitN(c.Image, ":", 2)[0])
+	assert.Equal(t, "meter-consumer", c.Image, "the name the images stanza maps; the tag is set there")
+	require.Len(t, m.kust.Images, 1)
+	assert.Equal(t, c.Image, m.kust.Images[0].Name)
+	assert.NotContains(t, []string{"", "latest"}, m.kust.Images[0].NewTag, "a pinned tag")
 
 	// probes
 	port := containerPort(t, c, "http-metrics")
@@ -317,12 +424,19 @@ func TestDeployment(t *testing.T) {
 	r := c.Resources
 	assert.Equal(t, resource.MustParse("500m"), r.Requests[corev1.ResourceCPU])
 	assert.Equal(t, resource.MustParse("2"), r.Limits[corev1.ResourceCPU])
-	assert.Equal(t, resource.MustParse("64Mi"), r.Requests[corev1.ResourceMemory])
 	assert.Equal(t, resource.MustParse("256Mi"), r.Limits[corev1.ResourceMemory])
-	memLimit := r.Limits[corev1.ResourceMemory]
-	goMem, err := resource.ParseQuantity(strings.TrimSuffix(env(c)["GOMEMLIMIT"].Value, "B"))
-	require.NoError(t, err, "GOMEMLIMIT")
-	assert.Less(t, goMem.Value(), memLimit.Value(), "GOMEMLIMIT stays under the memory limit")
+	assert.Equal(t, r.Limits[corev1.ResourceMemory], r.Requests[corev1.ResourceMemory], "memory request = limit")
+	// GOMEMLIMIT is the limit in bytes: no divisor (Go reads a plain number as
+	// bytes; "256" would be 256 bytes), so changing the limit changes it.
+	goMem := env(c)["GOMEMLIMIT"]
+	assert.Empty(t, goMem.Value)
+	require.NotNil(t, goMem.ValueFrom)
+	require.NotNil(t, goMem.ValueFrom.ResourceFieldRef)
+	ref := goMem.ValueFrom.ResourceFieldRef
+	assert.Equal(t, "limits.memory", ref.Resource)
+	assert.Contains(t, []string{"", c.Name}, ref.ContainerName)
+	assert.True(t, ref.Divisor.IsZero() || ref.Divisor.Cmp(resource.MustParse("1")) == 0, "divisor %s", ref.Divisor.String())
+	assert.Equal(t, "false", env(c)["CONSUMER_NATS_EMBEDDED"].Value, "production never falls back to an embedded server")
 
 	// security
 	psc := pod.SecurityContext
@@ -553,8 +667,11 @@ func TestServiceMonitorScrapesMetrics(t *testing.T) {
 	m := load(t)
 	sel := mustSelector(t, &m.sm.Spec.Selector)
 	assert.True(t, sel.Matches(labels.Set(m.svc.Labels)), "the ServiceMonitor selects the Service")
-	assert.Empty(t, m.sm.Spec.JobLabel, "the job label is the Service name, which the alerts select on")
-	assert.Equal(t, "meter-consumer", m.svc.Name)
+	require.NotEmpty(t, m.sm.Spec.JobLabel, "the job is pinned, not the Service's name by default")
+	assert.Equal(t, "meter-consumer", m.svc.Labels[m.sm.Spec.JobLabel], "the job the alerts and the dashboard select")
+	assert.NotEmpty(t, m.sm.Metadata.Labels["release"], "kube-prometheus-stack selects monitors by release")
+	assert.Equal(t, m.sm.Metadata.Labels["release"], m.rule.Metadata.Labels["release"],
+		"the ServiceMonitor and the PrometheusRule are picked up by the same Prometheus")
 	require.Len(t, m.sm.Spec.Endpoints, 1)
 	ep := m.sm.Spec.Endpoints[0]
 	assert.Equal(t, m.svc.Spec.Ports[0].Name, ep.Port)
@@ -608,6 +725,47 @@ func TestScaledObject(t *testing.T) {
 	require.NoError(t, err, "lagThreshold is a number")
 	assert.Positive(t, lag.Value())
 	assert.NotContains(t, md["natsServerMonitoringEndpoint"], "://", "host:port, without a scheme (useHttps says it)")
+	assert.Regexp(t, `^nats-headless\.`, md["natsServerMonitoringEndpoint"],
+		"the headless service: KEDA reaches each server of a cluster by its name under it")
+	assert.True(t, validAccount(md["account"]), "account %q: an account public key, $G, or the placeholder", md["account"])
+}
+
+// accountPlaceholder is the ScaledObject's account as shipped: it must be
+// replaced (docs/OPERATIONS.md, "Scaling").
+const accountPlaceholder = "SET_THE_ACCOUNT_PUBLIC_KEY"
+
+// validAccount: the name KEDA finds in /jsz: an account's public key (a
+// server with creds is in operator mode), $G (a server without accounts),
+// or the shipped placeholder.
+func validAccount(a string) bool {
+	return a == accountPlaceholder || a == "$G" || nkeys.IsValidPublicAccountKey(a)
+}
+
+// TestNetworkPolicy: only Prometheus gets in, and only to the metrics port;
+// egress is not restricted.
+func TestNetworkPolicy(t *testing.T) {
+	m := load(t)
+	np := m.netpol.Spec
+	assert.Equal(t, mustSelector(t, m.deploy.Spec.Selector).String(), mustSelector(t, &np.PodSelector).String(),
+		"it isolates exactly the Deployment's pods")
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.PolicyTypes)
+	require.Len(t, np.Ingress, 1)
+	in := np.Ingress[0]
+	require.Len(t, in.From, 1, "one peer: with two, either selector alone would let traffic in")
+	peer := in.From[0]
+	require.NotNil(t, peer.NamespaceSelector, "Prometheus' namespace")
+	require.NotNil(t, peer.PodSelector, "Prometheus' pods")
+	assert.Nil(t, peer.IPBlock)
+	assert.NotEmpty(t, peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+	assert.NotEmpty(t, peer.PodSelector.MatchLabels)
+	require.Len(t, in.Ports, 1)
+	p := in.Ports[0]
+	require.NotNil(t, p.Port)
+	assert.Equal(t, intstr.FromString(m.svc.Spec.Ports[0].Name), *p.Port, "the port the ServiceMonitor scrapes")
+	assert.Equal(t, m.sm.Spec.Endpoints[0].Port, p.Port.StrVal)
+	require.NotNil(t, p.Protocol)
+	assert.Equal(t, corev1.ProtocolTCP, *p.Protocol)
+	assert.Nil(t, p.EndPort)
 }
 
 // TestNoStrayFields proves the strict decoding works: a misplaced field in a

@@ -32,6 +32,14 @@ func (noSource) ConsumerInfo(context.Context) (*jetstream.ConsumerInfo, error) {
 	return nil, errors.New("not read")
 }
 
+func (noSource) StreamInfo(context.Context) (*jetstream.StreamInfo, error) {
+	return nil, errors.New("not read")
+}
+
+func (noSource) GetMsg(context.Context, uint64, string) (*jetstream.RawStreamMsg, error) {
+	return nil, errors.New("not read")
+}
+
 func (noSource) DeadLetterInfo(context.Context) (*jetstream.StreamInfo, error) {
 	return nil, errors.New("not read")
 }

@@ -166,6 +166,31 @@ func TestAlertsSelectTheJob(t *testing.T) {
 	}
 }
 
+var (
+	labelClause = regexp.MustCompile(`\b(by|on|without|ignoring)\s*\(([^)]*)\)`)
+	bareAggr    = regexp.MustCompile(`\b(sum|min|max|avg|group|count|stddev|stdvar|topk|bottomk|quantile)\s*\(`)
+)
+
+// TestAlertsAggregateByNamespace: every aggregation and every vector match
+// of every alert keeps namespace and job, so that with several namespaces in
+// one Prometheus each alerts on its own (one going down while another stays
+// up fires for the one).
+func TestAlertsAggregateByNamespace(t *testing.T) {
+	for _, a := range alerts(t) {
+		assert.Empty(t, bareAggr.FindAllString(a.Expr, -1), "%s: an aggregation without by () drops the namespace", a.Alert)
+		for _, m := range labelClause.FindAllStringSubmatch(a.Expr, -1) {
+			if !assert.Contains(t, []string{"by", "on"}, m[1], "%s: %s", a.Alert, m[0]) {
+				continue
+			}
+			var names []string
+			for n := range strings.SplitSeq(m[2], ",") {
+				names = append(names, strings.TrimSpace(n))
+			}
+			assert.Subset(t, names, []string{"namespace", "job"}, "%s: %s", a.Alert, m[0])
+		}
+	}
+}
+
 // TestPrometheusRuleMatchesAlerts: the PrometheusRule for the operator holds
 // exactly the groups of alerts.yaml.
 func TestPrometheusRuleMatchesAlerts(t *testing.T) {

@@ -82,6 +82,7 @@ scrape_configs:
   - job_name: meter-consumer
     static_configs:
       - targets: [%q]
+        labels: {namespace: meter-test, pod: meter-consumer-0}
 `, alertsFile, httpAddr), 0o600))
 	prom := start(t, "prometheus", promBin, nil, "--config.file="+promCfg,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
@@ -97,11 +98,12 @@ scrape_configs:
 	}, 30*time.Second, 250*time.Millisecond, "the demo's reads are never acked:\n%s", consumer.logs())
 
 	// Every dashboard query evaluates; the main panels have data.
-	subst := strings.NewReplacer("$__rate_interval", "5s", "$__range", "1m", "$job", "meter-consumer", "$instance", ".*")
+	subst := strings.NewReplacer("$__rate_interval", "5s", "$__range", "1m",
+		"$namespace", "meter-test", "$job", "meter-consumer", "$pod", ".*")
 	withData := map[string]bool{
 		"Throughput by outcome": true, "Failure causes": true, "In flight": true, "Breaker state by replica": true,
 		"Backlog": true, "Handle duration percentiles": true, "Resident memory by replica": true, "Settled reads/s": true,
-		"Retry delay": true, "Delivery attempt at settlement": true,
+		"Retry delay": true, "Delivery attempt at settlement": true, "Ack pending": true,
 	}
 	for _, p := range readDashboard(t).allPanels() {
 		for _, tg := range p.Targets {
@@ -119,8 +121,9 @@ scrape_configs:
 		}
 	}
 	for _, v := range []struct{ label, match, want string }{
-		{"job", "meter_consumer_messages_total", "meter-consumer"},
-		{"instance", `meter_consumer_messages_total{job="meter-consumer"}`, httpAddr},
+		{"namespace", "meter_consumer_messages_total", "meter-test"},
+		{"job", `meter_consumer_messages_total{namespace="meter-test"}`, "meter-consumer"},
+		{"pod", `meter_consumer_messages_total{namespace="meter-test", job="meter-consumer"}`, "meter-consumer-0"},
 	} {
 		var got struct {
 			Status string   `json:"status"`

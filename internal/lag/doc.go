@@ -1,11 +1,25 @@
-// Package lag exports the backlog of the durable consumer and the size of
-// the dead-letter stream as Prometheus gauges, read from JetStream every
-// interval: meter_consumer_pending_messages, _ack_pending_messages,
-// _redelivered_messages and _dead_letter_stream_messages.
+// Package lag exports, as Prometheus gauges read from JetStream every
+// interval, what the fleet's dashboards and alerts need to know about the
+// streams and the shared durable consumer:
+//
+//   - the durable's backlog and limit: meter_consumer_pending_messages,
+//     _ack_pending_messages, _redelivered_messages and _max_ack_pending
+//     (the durable's configured MaxAckPending);
+//   - the source stream's size and limits: meter_consumer_stream_messages,
+//     _stream_bytes, _stream_max_messages and _stream_max_bytes (-1 is
+//     unlimited, as JetStream says), _stream_max_age_seconds (0 is
+//     unlimited) and _stream_discard_new (1 when a full stream refuses
+//     publishes, 0 when it drops its oldest messages);
+//   - meter_consumer_oldest_unacked_age_seconds: the age of the oldest read
+//     not yet settled, the first message after the durable's ack floor (0
+//     when nothing is pending), the one the stream's max age removes first;
+//   - meter_consumer_dead_letter_stream_messages.
 //
 // The interval is jittered (each wait drawn uniformly from [interval/2,
 // 3*interval/2]) so that a fleet of replicas started together does not read
 // together, and a reading is shared by every scrape in between: a scrape
-// never calls the server. Errors are counted and logged, and the last good
-// values stay in place. A Reader is started once with Run.
+// never calls the server. Each request of a reading that fails is counted in
+// meter_consumer_lag_read_errors_total and logged; the gauges it feeds keep
+// their last values and the others are still refreshed. A Reader is started
+// once with Run; Read is not safe for concurrent use with itself.
 package lag

@@ -2,45 +2,16 @@ package lag
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meterline/meter-consumer/internal/retry"
 )
-
-// Source is what a reading needs: the durable consumer and the dead-letter stream.
-type Source interface {
-	ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error)
-	DeadLetterInfo(ctx context.Context) (*jetstream.StreamInfo, error)
-}
-
-// JetStream reads from a JetStream context by names.
-type JetStream struct {
-	JS                       jetstream.JetStream
-	Stream, Durable, DLQName string
-}
-
-// ConsumerInfo reads the durable consumer's info.
-func (j JetStream) ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-	c, err := j.JS.Consumer(ctx, j.Stream, j.Durable)
-	if err != nil {
-		return nil, err
-	}
-	return c.Info(ctx)
-}
-
-// DeadLetterInfo reads the dead-letter stream's info.
-func (j JetStream) DeadLetterInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
-	s, err := j.JS.Stream(ctx, j.DLQName)
-	if err != nil {
-		return nil, err
-	}
-	return s.Info(ctx)
-}
 
 // Reader refreshes the gauges.
 type Reader struct {
@@ -48,50 +19,96 @@ type Reader struct {
 	interval time.Duration
 	rand     retry.Source
 	log      *slog.Logger
-
-	pending, ackPending, redelivered, deadLetters prometheus.Gauge
-	errors                                        prometheus.Counter
+	now      func() time.Time
+	g        gauges
 }
 
 // New registers the gauges on reg.
 func New(src Source, reg prometheus.Registerer, interval time.Duration, rnd retry.Source, log *slog.Logger) *Reader {
-	f := promauto.With(reg)
-	const ns = "meter_consumer"
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{
-		src: src, interval: interval, rand: rnd, log: log,
-		pending: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pending_messages",
-			Help: "Reads in the stream not yet delivered to the durable consumer (its backlog)."}),
-		ackPending: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "ack_pending_messages",
-			Help: "Reads delivered and not yet settled, including those waiting out a retry delay."}),
-		redelivered: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "redelivered_messages",
-			Help: "Reads delivered more than once and not yet settled."}),
-		deadLetters: f.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "dead_letter_stream_messages",
-			Help: "Reads held in the dead-letter stream."}),
-		errors: f.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lag_read_errors_total",
-			Help: "Backlog readings that failed; the gauges keep their last values."}),
-	}
+	return &Reader{src: src, interval: interval, rand: rnd, log: log, now: time.Now, g: newGauges(reg)}
 }
 
-// Read takes one reading now.
+// Read takes one reading now. It returns every request's error, joined.
 func (r *Reader) Read(ctx context.Context) error {
+	var errs []error
+	fail := func(what string, err error) {
+		r.g.errors.Inc()
+		errs = append(errs, fmt.Errorf("%s: %w", what, err))
+	}
 	ci, err := r.src.ConsumerInfo(ctx)
 	if err != nil {
-		r.errors.Inc()
-		return err
+		fail("consumer info", err)
+	} else {
+		r.g.pending.Set(float64(ci.NumPending))
+		r.g.ackPending.Set(float64(ci.NumAckPending))
+		r.g.redelivered.Set(float64(ci.NumRedelivered))
+		r.g.maxAckPending.Set(float64(ci.Config.MaxAckPending))
+		age, err := r.oldestUnacked(ctx, ci)
+		if err != nil {
+			fail("oldest unsettled read", err)
+		} else {
+			r.g.oldestUnacked.Set(age.Seconds())
+		}
 	}
-	r.pending.Set(float64(ci.NumPending))
-	r.ackPending.Set(float64(ci.NumAckPending))
-	r.redelivered.Set(float64(ci.NumRedelivered))
-	si, err := r.src.DeadLetterInfo(ctx)
+	si, err := r.src.StreamInfo(ctx)
 	if err != nil {
-		r.errors.Inc()
-		return err
+		fail("stream info", err)
+	} else {
+		r.g.streamMsgs.Set(float64(si.State.Msgs))
+		r.g.streamBytes.Set(float64(si.State.Bytes))
+		r.g.streamMaxMsgs.Set(float64(si.Config.MaxMsgs))
+		r.g.streamMaxBytes.Set(float64(si.Config.MaxBytes))
+		r.g.streamMaxAge.Set(si.Config.MaxAge.Seconds())
+		r.g.streamDiscardNew.Set(boolGauge(si.Config.Discard == jetstream.DiscardNew))
 	}
-	r.deadLetters.Set(float64(si.State.Msgs))
-	return nil
+	dl, err := r.src.DeadLetterInfo(ctx)
+	if err != nil {
+		fail("dead-letter stream info", err)
+	} else {
+		r.g.deadLetters.Set(float64(dl.State.Msgs))
+	}
+	return errors.Join(errs...)
+}
+
+// oldestUnacked returns the age of the first message after the durable's
+// ack floor that its filter selects, skipping deleted sequences; 0 when
+// nothing is pending.
+func (r *Reader) oldestUnacked(ctx context.Context, ci *jetstream.ConsumerInfo) (time.Duration, error) {
+	if ci.NumPending == 0 && ci.NumAckPending == 0 {
+		return 0, nil
+	}
+	msg, err := r.src.GetMsg(ctx, ci.AckFloor.Stream+1, filter(ci.Config))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil // settled or removed since the consumer info
+	}
+	if err != nil {
+		return 0, err
+	}
+	return max(r.now().Sub(msg.Time), 0), nil
+}
+
+// filter is the subject the durable selects: its one filter, or every
+// subject (">") when it has none or several. With several, the age may be
+// that of a message the durable does not select: an overstatement, never an
+// understatement.
+func filter(c jetstream.ConsumerConfig) string {
+	switch {
+	case c.FilterSubject != "":
+		return c.FilterSubject
+	case len(c.FilterSubjects) == 1:
+		return c.FilterSubjects[0]
+	}
+	return ">"
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Run reads at once, then every jittered interval until ctx ends.

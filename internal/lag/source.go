@@ -1,0 +1,63 @@
+package lag
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Source is what a reading needs: the durable consumer, the source stream
+// and one of its messages, and the dead-letter stream.
+type Source interface {
+	ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error)
+	StreamInfo(ctx context.Context) (*jetstream.StreamInfo, error)
+	// GetMsg returns the source stream's first message at or after seq on
+	// subject (which may hold wildcards), or jetstream.ErrMsgNotFound.
+	GetMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error)
+	DeadLetterInfo(ctx context.Context) (*jetstream.StreamInfo, error)
+}
+
+// JetStream reads from a JetStream context by names. It needs the API
+// subjects CONSUMER.INFO of the durable, STREAM.INFO of both streams, and
+// STREAM.MSG.GET of the source stream (DIRECT.GET when the stream allows
+// direct gets).
+type JetStream struct {
+	JS                       jetstream.JetStream
+	Stream, Durable, DLQName string
+}
+
+// ConsumerInfo reads the durable consumer's info.
+func (j JetStream) ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	c, err := j.JS.Consumer(ctx, j.Stream, j.Durable)
+	if err != nil {
+		return nil, err
+	}
+	return c.CachedInfo(), nil // fetched by Consumer just now
+}
+
+// StreamInfo reads the source stream's info.
+func (j JetStream) StreamInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
+	return j.info(ctx, j.Stream)
+}
+
+// DeadLetterInfo reads the dead-letter stream's info.
+func (j JetStream) DeadLetterInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
+	return j.info(ctx, j.DLQName)
+}
+
+// GetMsg gets the source stream's first message at or after seq on subject.
+func (j JetStream) GetMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	s, err := j.JS.Stream(ctx, j.Stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+}
+
+func (j JetStream) info(ctx context.Context, name string) (*jetstream.StreamInfo, error) {
+	s, err := j.JS.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.CachedInfo(), nil // fetched by Stream just now
+}
