@@ -34,11 +34,13 @@ func (p *Publisher) Stored(ctx context.Context, e Entry, from, to time.Time) (bo
 	}
 	seq := strconv.FormatUint(e.Sequence, 10)
 	for {
-		batch, err := oc.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		// No wait: the copies looked for are stored already. Each batch is
+		// read to its end, so that no fetch outlives the look-up.
+		batch, err := oc.FetchNoWait(256)
 		if err != nil {
 			return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
 		}
-		n, done := 0, false
+		n, found, done := 0, false, false
 		for m := range batch.Messages() {
 			n++
 			md, err := m.Metadata()
@@ -46,18 +48,14 @@ func (p *Publisher) Stored(ctx context.Context, e Entry, from, to time.Time) (bo
 				continue
 			}
 			h := m.Headers()
-			if h.Get(HeaderSequence) == seq && h.Get(HeaderStream) == e.Stream {
-				return true, nil
-			}
-			if md.Timestamp.After(to) || md.NumPending == 0 {
-				done = true
-			}
+			found = found || h.Get(HeaderSequence) == seq && h.Get(HeaderStream) == e.Stream
+			done = done || md.Timestamp.After(to) || md.NumPending == 0
 		}
 		if err := batch.Error(); err != nil {
 			return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
 		}
-		if done || n == 0 {
-			return false, nil
+		if found || done || n == 0 {
+			return found, nil
 		}
 	}
 }

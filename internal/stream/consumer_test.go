@@ -138,3 +138,16 @@ func TestAlwaysTransientIsExhausted(t *testing.T) {
 	assert.Equal(t, strconv.Itoa(o.Policy.MaxAttempts), dl[0].Header.Get("Dlq-Deliveries"))
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "exhausted")))
 }
+
+// A trace started at the head-end reaches the rate engine: the message's
+// traceparent goes on the POST.
+func TestTheTraceparentGoesOnToTheEngine(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start(e.options(3))
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	e.publish("meter.reads.north", read("MTR-1", 1), nats.Header{"traceparent": {tp}})
+	e.publish("meter.reads.north", read("MTR-2", 2), nil)
+	e.settled(10 * time.Second)
+	assert.Equal(t, tp, e.re.callsFor(key1)[0].Header.Get("Traceparent"))
+	assert.Empty(t, e.re.callsFor("MTR-2@2026-11-30T06:02:00Z")[0].Header.Get("Traceparent"))
+}

@@ -2,13 +2,19 @@ package stream_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,4 +108,103 @@ func TestPastBudgetIsDeadLetteredWithoutCallingDownstream(t *testing.T) {
 	require.Len(t, dl, 1)
 	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))
 	assert.Equal(t, "unsettled", dl[0].Header.Get("Dlq-Cause"))
+}
+
+// A read whose every POST is answered with a redirect is never acked: the
+// redirect is not followed (its target answers 200 to a GET), and the read
+// ends as a transient failure with cause redirect.
+func TestARedirectIsNeverADelivery(t *testing.T) {
+	e := newEnv(t, func(int, string) (int, http.Header) {
+		return http.StatusFound, http.Header{"Location": {"/login"}}
+	})
+	e.start(e.options(61))
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	e.settled(10 * time.Second)
+
+	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_messages_total", "outcome", "ack")))
+	for _, c := range e.re.callsFor(key1) {
+		assert.Equal(t, http.MethodPost, c.Method, "only POSTs reach the engine")
+	}
+	assert.Equal(t, len(e.re.callsFor(key1)), e.re.total(), "and nothing else: no GET of the login page")
+	dl := e.deadLetters()
+	require.Len(t, dl, 1)
+	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))
+	assert.Equal(t, "redirect", dl[0].Header.Get("Dlq-Cause"))
+	assert.Contains(t, dl[0].Header.Get("Dlq-Error"), "/login")
+}
+
+// A copy the dead-letter stream refuses for good (here: full, discard new)
+// is counted and retried with delays that grow and never drop below half
+// their ceiling: no tight loop, and the original is not let go.
+func TestARejectedCopyIsRetriedSlowly(t *testing.T) {
+	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
+	cfg := e.topo.DLQStreamConfig()
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	_, err := e.js.UpdateStream(t.Context(), cfg)
+	require.NoError(t, err)
+	e.publish("meter.reads.north", read("MTR-0", 0), nil) // fills the dead-letter stream
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	e.start(e.options(62))
+
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letter_rejections_total")) >= 4
+	}, 20*time.Second, 10*time.Millisecond)
+	p := testPolicy()
+	var rejected []time.Duration
+	for _, r := range e.logs.byMessage("dead-letter copy rejected by the server; read NAKed, not terminated, until the cause is fixed") {
+		rejected = append(rejected, r.duration("delay"))
+		n := r.uint("deliveries")
+		assert.GreaterOrEqual(t, r.duration("delay"), p.Ceiling(n)/2, "delivery %d", n)
+		assert.LessOrEqual(t, r.duration("delay"), p.Ceiling(n), "delivery %d", n)
+	}
+	require.GreaterOrEqual(t, len(rejected), 4)
+	assert.Len(t, e.deadLetters(), 1)
+	info, err := e.cons.Info(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 1, info.NumAckPending+int(info.NumPending), "the original is not let go")
+
+	cfg.MaxMsgs = -1
+	_, err = e.js.UpdateStream(t.Context(), cfg)
+	require.NoError(t, err)
+	e.settled(20 * time.Second)
+	assert.Len(t, e.deadLetters(), 2)
+}
+
+// Past the dead-letter stream's duplicate window a copy's message id no
+// longer guards against a second copy: a read whose copy was stored but
+// whose TERM was lost is looked for, and terminated without a second copy.
+func TestNoSecondCopyPastTheDuplicateWindow(t *testing.T) {
+	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
+	cfg := e.topo.DLQStreamConfig()
+	cfg.Duplicates = 200 * time.Millisecond
+	_, err := e.js.UpdateStream(t.Context(), cfg)
+	require.NoError(t, err)
+	o := e.options(63)
+	o.Policy.Base, o.Policy.Cap = time.Second, time.Second // the copy is tried again past the window
+	o.DeadLetterWindow = cfg.Duplicates
+	o.DeadLetterRetry = retry.Policy{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 1}
+	pub := o.DeadLetter
+	var first atomic.Bool
+	o.DeadLetter = lostAck{pub, &first}
+	e.start(o)
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	e.settled(15 * time.Second)
+
+	assert.Len(t, e.deadLetters(), 1, "one copy, though the first answer was lost")
+	assert.Len(t, e.re.callsFor(key1), 1, "the downstream was asked once")
+	assert.Len(t, e.logs.byMessage("dead-lettered"), 1)
+}
+
+// lostAck stores the first copy but reports it as not confirmed, as a lost
+// ack would.
+type lostAck struct {
+	stream.DeadLetterer
+	done *atomic.Bool
+}
+
+func (l lostAck) Publish(ctx context.Context, e dlq.Entry) error {
+	if err := l.DeadLetterer.Publish(ctx, e); err != nil || l.done.Swap(true) {
+		return err
+	}
+	return fmt.Errorf("%w: the ack was lost", dlq.ErrPublish)
 }

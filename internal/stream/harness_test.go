@@ -27,7 +27,9 @@ import (
 // call is one request the downstream saw.
 type call struct {
 	At     time.Time
+	Method string
 	Key    string
+	Header http.Header
 	Body   map[string]any
 	Status int // 0 if the client gave up before the answer
 }
@@ -40,6 +42,14 @@ type rateEngine struct {
 	calls   []call
 	latency time.Duration
 	answer  func(n int, key string) (status int, header http.Header)
+	// delay, when set, adds a latency to call n of key.
+	delay func(n int, key string) time.Duration
+}
+
+func (re *rateEngine) setDelay(f func(n int, key string) time.Duration) {
+	re.mu.Lock()
+	re.delay = f
+	re.mu.Unlock()
 }
 
 func (re *rateEngine) setLatency(d time.Duration) {
@@ -57,7 +67,7 @@ func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Heade
 		_ = json.Unmarshal(b, &body)
 		key := r.Header.Get("Idempotency-Key")
 		re.mu.Lock()
-		re.calls = append(re.calls, call{At: time.Now(), Key: key, Body: body})
+		re.calls = append(re.calls, call{At: time.Now(), Method: r.Method, Key: key, Header: r.Header.Clone(), Body: body})
 		i := len(re.calls) - 1
 		n := 0
 		for _, c := range re.calls {
@@ -66,6 +76,9 @@ func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Heade
 			}
 		}
 		answer, latency := re.answer, re.latency
+		if re.delay != nil {
+			latency += re.delay(n, key)
+		}
 		re.mu.Unlock()
 		if latency > 0 {
 			select {
@@ -132,9 +145,18 @@ func testTopology() stream.Topology {
 
 func newEnv(t *testing.T, answer func(n int, key string) (int, http.Header)) *env {
 	t.Helper()
+	return newEnvWith(t, answer, nil)
+}
+
+// newEnvWith is newEnv with the topology changed by change first.
+func newEnvWith(t *testing.T, answer func(n int, key string) (int, http.Header), change func(*stream.Topology)) *env {
+	t.Helper()
 	s := natstest.Run(t)
 	nc, js := natstest.Connect(t, s)
 	topo := testTopology()
+	if change != nil {
+		change(&topo)
+	}
 	set, err := stream.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
@@ -268,3 +290,25 @@ func (l *logRecorder) delays() []time.Duration {
 }
 
 func jetstreamFetchWait() jetstream.FetchOpt { return jetstream.FetchMaxWait(5 * time.Second) }
+
+// logged is one log record's attributes.
+type logged map[string]slog.Value
+
+func (l logged) duration(k string) time.Duration { return l[k].Duration() }
+func (l logged) uint(k string) uint64            { return l[k].Uint64() }
+
+// byMessage returns the attributes of every record with message msg.
+func (l *logRecorder) byMessage(msg string) []logged {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []logged
+	for _, r := range l.records {
+		if r.Message != msg {
+			continue
+		}
+		a := logged{}
+		r.Attrs(func(at slog.Attr) bool { a[at.Key] = at.Value; return true })
+		out = append(out, a)
+	}
+	return out
+}

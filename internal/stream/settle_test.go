@@ -1,0 +1,207 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+const goodRead = `{"meter_id":"MTR-1","read_at":"2026-11-30T07:00:00Z","quantity":"1.5","unit":"kWh"}`
+
+func status(code int) error {
+	h, _ := classify.NewHTTP(nil, nil)
+	return h.Status(code, "")
+}
+
+// The settlement table of README.md, one row per situation: a delivery
+// count, what is on record, the sink's answer, and the one settlement that
+// follows. "held" is a read waiting out its retry delay in the process.
+func TestSettlementTable(t *testing.T) {
+	long := time.Now().Add(-time.Hour)
+	tests := []struct {
+		name      string
+		data      string
+		delivered uint64
+		rec       Record
+		answer    error // the sink's; nil is a 2xx
+		cut       bool  // the stop's deadline ends during the call
+		dlqErr    error
+		stored    bool // a copy is found in the dead-letter stream
+
+		want       []string // settlements, keep-alives left out
+		wantHeld   bool
+		wantCalls  int
+		wantCopy   string // "reason cause" of the copy stored, "" for none
+		wantRecord Record
+	}{
+		{name: "success", delivered: 1, want: []string{"ack"}, wantCalls: 1},
+		{name: "transient, attempts left", delivered: 1, answer: status(503), wantHeld: true, wantCalls: 1},
+		{name: "transient at the last attempt", delivered: 3, answer: status(503),
+			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted http_503"},
+		{name: "a redirect at the last attempt", delivered: 3, answer: status(302),
+			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted redirect"},
+		{name: "permanent", delivered: 1, answer: status(422),
+			want: []string{"term http_422"}, wantCalls: 1, wantCopy: "permanent http_422"},
+		{name: "invalid read", data: `{"meter_id":"MTR-1"}`, delivered: 1,
+			want: []string{"term invalid_payload"}, wantCopy: "permanent invalid_payload"},
+		{name: "past the budget: an earlier delivery crashed", delivered: 4,
+			want: []string{"term exhausted"}, wantCopy: "exhausted unsettled"},
+		{name: "past the budget by hand-backs only", delivered: 4, rec: Record{HandBacks: 2},
+			want: []string{"ack"}, wantCalls: 1, wantRecord: Record{HandBacks: 2}},
+		{name: "hand-backs leave the budget to real calls", delivered: 4, rec: Record{HandBacks: 1}, answer: status(503),
+			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted http_503"},
+		{name: "hand-backs are credited up to a bound", delivered: 150, rec: Record{HandBacks: 200},
+			want: []string{"term exhausted"}, wantCopy: "exhausted unsettled"},
+		{name: "fate decided, copy missing", delivered: 2,
+			rec:  Record{DeadLetter: &Decision{Reason: dlq.ReasonPermanent, Class: "permanent", Cause: classify.CauseHTTP422, Error: "http_422: downstream answered 422", At: time.Now(), Last: time.Now()}},
+			want: []string{"term http_422"}, wantCopy: "permanent http_422"},
+		{name: "fate decided long ago, copy found", delivered: 2, stored: true,
+			rec:  Record{DeadLetter: &Decision{Reason: dlq.ReasonPermanent, Class: "permanent", Cause: classify.CauseHTTP422, At: long, Last: long}},
+			want: []string{"term http_422"}},
+		{name: "copy not confirmed", delivered: 1, answer: status(422), dlqErr: fmt.Errorf("%w: timeout", dlq.ErrPublish),
+			wantHeld: true, wantCalls: 1},
+		{name: "copy rejected", delivered: 1, answer: status(422), dlqErr: fmt.Errorf("%w: %w: too large", dlq.ErrPublish, dlq.ErrRejected),
+			wantHeld: true, wantCalls: 1},
+		{name: "cut by the stop's deadline", delivered: 1, cut: true,
+			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{HandBacks: 1}},
+		{name: "cut by the stop's deadline at the last attempt", delivered: 3, rec: Record{HandBacks: 1}, cut: true,
+			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{HandBacks: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := goodRead
+			if tt.data != "" {
+				data = tt.data
+			}
+			msg := newFakeMsg(data, tt.delivered)
+			recs := &memRecords{}
+			if tt.rec != (Record{}) {
+				require.NoError(t, recs.Put(t.Context(), 42, tt.rec))
+			}
+			dl := &fakeDeadLetter{err: tt.dlqErr, stored: func(dlq.Entry) bool { return tt.stored }}
+			graceful, stop := context.WithCancel(t.Context())
+			defer stop()
+			hard, cut := context.WithCancel(t.Context())
+			defer cut()
+			var calls atomic.Int64
+			sink := downstream.SinkFunc(func(ctx context.Context, _ meter.Read) error {
+				calls.Add(1)
+				if tt.cut {
+					stop()
+					cut()
+					<-ctx.Done()
+					return classify.Of(fmt.Errorf("post read: %w", ctx.Err()))
+				}
+				return tt.answer
+			})
+			reg := prometheus.NewRegistry()
+			c, err := New(Options{
+				Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
+				Sink:   sink, DeadLetter: dl, Records: recs, Metrics: NewMetrics(reg),
+				HandlerTimeout: time.Second, AckWait: 5 * time.Second, DeadLetterWindow: 20 * time.Minute,
+				Rand: retry.NewRand(1),
+			})
+			require.NoError(t, err)
+
+			c.handle(graceful, hard, msg, c.keepers.slots[0])
+
+			assert.Equal(t, tt.want, msg.settled())
+			assert.Equal(t, tt.wantHeld, c.delayer.size() == 1, "held for a retry")
+			assert.Equal(t, int64(tt.wantCalls), calls.Load(), "downstream calls")
+			copies := dl.all()
+			if tt.wantCopy == "" {
+				assert.Empty(t, copies)
+			} else if assert.Len(t, copies, 1) {
+				assert.Equal(t, tt.wantCopy, fmt.Sprint(copies[0].Reason, " ", copies[0].Cause))
+			}
+			got, _ := recs.Get(t.Context(), 42)
+			switch {
+			case tt.wantCopy != "" || tt.dlqErr != nil || tt.stored:
+				require.NotNil(t, got.DeadLetter, "the decision is recorded before the copy")
+			default:
+				assert.Equal(t, tt.wantRecord, got)
+			}
+			if errors.Is(tt.dlqErr, dlq.ErrRejected) {
+				assert.Equal(t, 1.0, testutil.ToFloat64(c.m.dlqRejections))
+			}
+		})
+	}
+}
+
+// A read waiting for the breaker when the stop begins is handed back, not
+// charged.
+func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
+	msg := newFakeMsg(goodRead, 3)
+	recs := &memRecords{}
+	var calls atomic.Int64
+	sink := downstream.SinkFunc(func(context.Context, meter.Read) error {
+		calls.Add(1)
+		return status(http.StatusServiceUnavailable)
+	})
+	c, err := New(Options{
+		Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
+		Sink:   sink, DeadLetter: &fakeDeadLetter{}, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
+		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Rand: retry.NewRand(1),
+		Breaker: &breaker.Options{MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute},
+	})
+	require.NoError(t, err)
+	defer c.breaker.Stop()
+	graceful, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.handle(graceful, t.Context(), msg, c.keepers.slots[0])
+	}()
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	stop()
+	<-done
+	assert.Equal(t, []string{"nak"}, msg.settled())
+	got, _ := recs.Get(t.Context(), 42)
+	assert.Equal(t, uint64(1), got.HandBacks)
+}
+
+// Every path of handle fits in the handler timeout, the dead-letter copy
+// included, so that the bound on how long a read waits in the client buffer
+// (ceil(pull_batch/concurrency) handler timeouts) holds. A copy that does
+// not fit is tried again on the read's next delivery, which goes straight
+// to it: the decision is on record.
+func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	recs := &memRecords{}
+	var deadline time.Time
+	dl := &fakeDeadLetter{block: true, seen: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
+	c, err := New(Options{
+		Policy: retry.DefaultPolicy(), Sink: downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
+		DeadLetter: dl, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
+		HandlerTimeout: timeout, AckWait: 5 * time.Second, Rand: retry.NewRand(1),
+	})
+	require.NoError(t, err)
+	msg := newFakeMsg(`not json`, 1)
+	began := time.Now()
+	c.handle(t.Context(), t.Context(), msg, c.keepers.slots[0])
+	took := time.Since(began)
+
+	assert.WithinDuration(t, began.Add(timeout), deadline, 50*time.Millisecond, "the copy's deadline is the delivery's")
+	assert.Less(t, took, timeout+200*time.Millisecond)
+	assert.Empty(t, msg.settled(), "not terminated: held, to be NAKed")
+	assert.Equal(t, 1, c.delayer.size())
+	got, _ := recs.Get(t.Context(), 42)
+	require.NotNil(t, got.DeadLetter)
+	assert.Equal(t, classify.CauseInvalidPayload, got.DeadLetter.Cause)
+}

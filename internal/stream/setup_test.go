@@ -1,0 +1,158 @@
+package stream_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/natstest"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// A durable an operator made with settings the service cannot keep its
+// promises on is refused, naming the field and the fix; --reconcile
+// updates it. Settings the server cannot change are refused either way.
+func TestAnExistingDurableIsChecked(t *testing.T) {
+	tests := []struct {
+		name      string
+		change    func(*jetstream.ConsumerConfig)
+		want      string
+		fixable   bool
+		wantAfter func(t *testing.T, c jetstream.ConsumerConfig)
+	}{
+		{"max deliver", func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 3 },
+			"max_deliver is 3", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, -1, c.MaxDeliver) }},
+		{"backoff", func(c *jetstream.ConsumerConfig) { c.BackOff = []time.Duration{time.Second, 5 * time.Second}; c.MaxDeliver = 5 },
+			"backoff is [1s 5s]", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Empty(t, c.BackOff) }},
+		{"another filter", func(c *jetstream.ConsumerConfig) { c.FilterSubjects = []string{"meter.reads.north"} },
+			"it consumes [meter.reads.north], the service is configured for [meter.reads.>]", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, []string{"meter.reads.>"}, c.FilterSubjects) }},
+		{"ack none", func(c *jetstream.ConsumerConfig) { c.AckPolicy = jetstream.AckNonePolicy },
+			"ack_policy is AckNone", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := natstest.Run(t)
+			_, js := natstest.Connect(t, s)
+			topo := testTopology()
+			_, err := stream.Ensure(t.Context(), js, topo)
+			require.NoError(t, err)
+			require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+			cfg := topo.ConsumerConfig()
+			cfg.FilterSubjects = nil // as an operator would make it: all of the stream
+			tt.change(&cfg)
+			_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
+			require.NoError(t, err)
+
+			for _, setup := range []func() (*stream.Setup, error){
+				func() (*stream.Setup, error) { return stream.Lookup(t.Context(), js, topo) },
+				func() (*stream.Setup, error) { return stream.Ensure(t.Context(), js, topo) },
+			} {
+				_, err = setup()
+				require.ErrorIs(t, err, stream.ErrMismatch)
+				assert.ErrorContains(t, err, tt.want)
+			}
+			topo.Reconcile = true
+			set, err := stream.Lookup(t.Context(), js, topo)
+			if !tt.fixable {
+				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				return
+			}
+			require.NoError(t, err)
+			tt.wantAfter(t, set.Consumer.CachedInfo().Config)
+		})
+	}
+}
+
+// The ack wait the service keeps reads alive by is the durable's own.
+func TestTheDurablesOwnAckWaitIsFollowed(t *testing.T) {
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := testTopology()
+	made := topo
+	made.AckWait, made.MaxAckPending = 45*time.Second, 500
+	_, err := stream.Ensure(t.Context(), js, made)
+	require.NoError(t, err)
+
+	set, err := stream.Lookup(t.Context(), js, topo)
+	require.NoError(t, err)
+	assert.Equal(t, 45*time.Second, set.AckWait)
+	assert.Equal(t, 500, set.MaxAckPending)
+}
+
+// --create-streams creates what is missing and never changes what
+// operators set on an existing stream; a difference is a warning, and
+// --reconcile applies the configured settings (adding subjects, never
+// removing one).
+func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := testTopology()
+	topo.MaxAge = 7 * 24 * time.Hour
+	mine := topo.StreamConfig()
+	mine.Subjects = []string{"meter.reads.>", "meter.estimates.>"}
+	mine.MaxAge, mine.Duplicates, mine.Discard = 90*24*time.Hour, 2*time.Minute, jetstream.DiscardOld
+	_, err := js.CreateStream(t.Context(), mine)
+	require.NoError(t, err)
+
+	set, err := stream.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	st, err := js.Stream(t.Context(), topo.Stream)
+	require.NoError(t, err)
+	got := st.CachedInfo().Config
+	assert.Equal(t, mine.Subjects, got.Subjects)
+	assert.Equal(t, mine.MaxAge, got.MaxAge)
+	assert.Equal(t, mine.Duplicates, got.Duplicates)
+	assert.Equal(t, []string{
+		"stream METER_READS: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)",
+		"stream METER_READS: max age is 2160h0m0s, not 168h0m0s (left as it is; --reconcile would change it)",
+		"stream METER_READS: duplicate window is 2m0s, not 10m0s (left as it is; --reconcile would change it)",
+	}, set.Warnings, "one warning per difference")
+
+	topo.Reconcile = true
+	set, err = stream.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	assert.Empty(t, set.Warnings)
+	st, err = js.Stream(t.Context(), topo.Stream)
+	require.NoError(t, err)
+	got = st.CachedInfo().Config
+	assert.Equal(t, mine.Subjects, got.Subjects, "a subject is never removed")
+	assert.Equal(t, topo.MaxAge, got.MaxAge)
+	assert.Equal(t, jetstream.DiscardNew, got.Discard)
+}
+
+// Without --create-streams, the records bucket must exist like the streams,
+// and the error says how to make it.
+func TestAMissingRecordsBucketIsNamed(t *testing.T) {
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := testTopology()
+	_, err := stream.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteKeyValue(t.Context(), topo.Bucket()))
+
+	_, err = stream.Lookup(t.Context(), js, topo)
+	require.ErrorIs(t, err, stream.ErrMissing)
+	assert.ErrorContains(t, err, "records bucket METER_READS_meter-consumer_records")
+	assert.ErrorContains(t, err, "nats kv add METER_READS_meter-consumer_records --history 1")
+}
+
+// Created streams have bounded retention and refuse new messages when
+// full rather than discard old ones.
+func TestCreatedStreamsAreBounded(t *testing.T) {
+	topo := testTopology()
+	topo.MaxAge, topo.DLQMaxBytes = 7*24*time.Hour, 1<<30
+	src, dl := topo.StreamConfig(), topo.DLQStreamConfig()
+	assert.Equal(t, 7*24*time.Hour, src.MaxAge)
+	assert.Equal(t, jetstream.DiscardNew, src.Discard)
+	assert.Equal(t, int64(-1), src.MaxBytes)
+	assert.Zero(t, dl.MaxAge, "a copy waits for a person")
+	assert.Equal(t, int64(1<<30), dl.MaxBytes)
+	assert.Equal(t, jetstream.DiscardNew, dl.Discard)
+	assert.Equal(t, 7*24*time.Hour, topo.RecordsConfig().TTL, "a record lives as long as its read can")
+}
