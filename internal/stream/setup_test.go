@@ -26,12 +26,17 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 		{"max deliver", func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 3 },
 			"max_deliver is 3", true,
 			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, -1, c.MaxDeliver) }},
-		{"backoff", func(c *jetstream.ConsumerConfig) { c.BackOff = []time.Duration{time.Second, 5 * time.Second}; c.MaxDeliver = 5 },
+		{"backoff", func(c *jetstream.ConsumerConfig) {
+			c.BackOff = []time.Duration{time.Second, 5 * time.Second}
+			c.MaxDeliver = 5
+		},
 			"backoff is [1s 5s]", true,
 			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Empty(t, c.BackOff) }},
 		{"another filter", func(c *jetstream.ConsumerConfig) { c.FilterSubjects = []string{"meter.reads.north"} },
 			"it consumes [meter.reads.north], the service is configured for [meter.reads.>]", true,
-			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, []string{"meter.reads.>"}, c.FilterSubjects) }},
+			func(t *testing.T, c jetstream.ConsumerConfig) {
+				assert.Equal(t, []string{"meter.reads.>"}, c.FilterSubjects)
+			}},
 		{"ack none", func(c *jetstream.ConsumerConfig) { c.AckPolicy = jetstream.AckNonePolicy },
 			"ack_policy is AckNone", false, nil},
 	}
