@@ -66,3 +66,7 @@ func parseTime(s string) time.Time {
 	}
 	return t
 }
+
+// Truncated reports a copy whose payload was cut to fit the dead-letter
+// stream; the full read stays in the source stream at Dlq-Sequence.
+func (e Entry) Truncated() bool { return e.Header.Get(dlq.HeaderTruncated) == "true" }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/dlq"
 )
 
 // Replay defaults.
@@ -159,7 +161,14 @@ func (r *replayer) one(e Entry) error {
 	if r.ro.DryRun {
 		return r.table.row(e)
 	}
-	msg, err := ReplayMsg(o.Stream, e)
+	data, err := r.fullRead(e)
+	if err == nil {
+		e.Data = data
+	}
+	var msg *nats.Msg
+	if err == nil {
+		msg, err = ReplayMsg(o.Stream, e)
+	}
 	if err != nil {
 		r.sum.Failed++
 		r.bar.line("seq %d: not replayed, copy kept: %v", e.Seq, err)
@@ -249,16 +258,38 @@ func ReplayMsg(dlqStream string, e Entry) (*nats.Msg, error) {
 }
 
 // kept reports whether a header of a copy goes on its replay. Dropped: the
-// provenance (Dlq-*), the copy's message id, and the directives the server
-// stored from the dead-letter publish itself: Nats-Expected-* (the copy was
-// published expecting the dead-letter stream, and would be refused by the
-// source stream), Nats-TTL, Nats-Rollup and Nats-Schedule*. The original
-// read's own directives were already dropped by dlq.Build.
+// provenance (Dlq-*), and every header the server acts on (dlq.ServerHeader:
+// the copy's message id, Nats-Expected-Stream of the dead-letter publish,
+// which the source stream would refuse, and any directive an older copy
+// still carries, such as Nats-Batch-* or Nats-TTL).
 func kept(k string) bool {
-	l := strings.ToLower(k)
-	return !strings.HasPrefix(l, "dlq-") && l != "nats-msg-id" &&
-		!strings.HasPrefix(l, "nats-expected-") && l != "nats-ttl" &&
-		l != "nats-rollup" && !strings.HasPrefix(l, "nats-schedule")
+	return !strings.HasPrefix(strings.ToLower(k), "dlq-") && !dlq.ServerHeader(k)
+}
+
+// fullRead returns the payload to replay: the copy's own, or, for a copy
+// truncated to fit the dead-letter stream, the full read from the source
+// stream, where it stays after its TERM.
+func (r *replayer) fullRead(e Entry) ([]byte, error) {
+	if !e.Truncated() {
+		return e.Data, nil
+	}
+	src, seq := e.Header.Get(dlq.HeaderStream), e.Header.Get(dlq.HeaderSequence)
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil || src == "" {
+		return nil, fmt.Errorf("truncated copy without %s/%s headers", dlq.HeaderStream, dlq.HeaderSequence)
+	}
+	st, err := r.o.JS.Stream(r.ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("truncated copy; the full read was in stream %s: %w", src, err)
+	}
+	m, err := st.GetMsg(r.ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("truncated copy; the full read is no longer in %s at sequence %d: %w", src, n, err)
+	}
+	if size := e.Header.Get(dlq.HeaderOriginalSize); size != strconv.Itoa(len(m.Data)) || m.Subject != e.Subject {
+		return nil, fmt.Errorf("truncated copy; %s at sequence %d is %d bytes on %s, not the %s-byte read of %s", src, n, len(m.Data), m.Subject, size, e.Subject)
+	}
+	return m.Data, nil
 }
 
 // deleteCopy deletes the copy at seq. A copy that is already gone (another

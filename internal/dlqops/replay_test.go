@@ -1,6 +1,7 @@
 package dlqops_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"strconv"
@@ -57,6 +58,7 @@ func TestReplayMsgHeaders(t *testing.T) {
 			"Dlq-Original-Msg-Id": {"replay:METER_READS_DLQ:3"}, "Dlq-Replay-Count": {"2"}, "Dlq-Replayed-From": {"3"},
 			"Nats-Expected-Stream": {"METER_READS_DLQ"}, "Nats-Expected-Last-Sequence": {"4"}, "Nats-TTL": {"1h"},
 			"Nats-Rollup": {"sub"}, "Nats-Schedule": {"@every 1m"}, "dlq-lower": {"x"},
+			"Nats-Batch-Id": {"b1"}, "Nats-Batch-Sequence": {"3"}, "Nats-Incr": {"+1"}, "KV-Operation": {"PURGE"},
 		},
 	})
 	require.NoError(t, err)
@@ -365,4 +367,35 @@ func TestReplayReport(t *testing.T) {
 		"replayed 1, skipped as duplicate 1, skipped at max replays 1, failed 1\n", e.out.String())
 	assert.Equal(t, []uint64{2, 4}, e.seqs(e.dlq))
 	assert.Len(t, e.sourceMsgs(), 3, "reads 1, 3 and 5, each once")
+}
+
+// A copy truncated to fit the dead-letter stream is replayed with the full
+// read, taken from the source stream where it stays after its TERM; when
+// the full read is gone, the copy is kept and the reason said.
+func TestReplayOfATruncatedCopyUsesTheFullRead(t *testing.T) {
+	e := newEnv(t)
+	full := append(payload("MTR-9"), bytes.Repeat([]byte(" "), 2000)...)
+	ack, err := e.js.Publish(t.Context(), "meter.reads.north", full)
+	require.NoError(t, err)
+	copyOf := func(seq uint64) {
+		m := dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Cause: "http_422", Stream: srcName,
+			Subject: "meter.reads.north", Sequence: seq, Data: full}, base)
+		truncated, err := dlq.Fit(m, 1500)
+		require.NoError(t, err)
+		require.True(t, truncated)
+		_, err = e.js.PublishMsg(t.Context(), m)
+		require.NoError(t, err)
+	}
+	copyOf(ack.Sequence)
+	copyOf(ack.Sequence + 100) // its full read is not in the source stream
+
+	sum, err := e.ops.Replay(t.Context(), dlqops.ReplayOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dlqops.ReplaySummary{Selected: 2, Replayed: 1, Failed: 1}, sum)
+	assert.Contains(t, e.out.String(), "seq 2: not replayed, copy kept: truncated copy; the full read is no longer in METER_READS at sequence 101")
+	msgs := e.sourceMsgs()
+	require.Len(t, msgs, 2)
+	assert.Equal(t, full, msgs[1].Data, "the full read, not the truncated copy")
+	assert.Empty(t, msgs[1].Header.Get(dlq.HeaderTruncated))
+	assert.Equal(t, []uint64{2}, e.seqs(e.dlq))
 }

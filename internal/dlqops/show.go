@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/dlq"
 )
 
 // Show writes one copy in full: its subject, every header (sorted, one line
@@ -36,6 +38,10 @@ func (o *Ops) Show(ctx context.Context, seq uint64) error {
 		for _, v := range m.Header[k] {
 			fmt.Fprintf(w, "%s: %s\n", k, v)
 		}
+	}
+	if e := newEntry(m.Sequence, m.Header, nil); e.Truncated() {
+		fmt.Fprintf(w, "\npayload truncated to fit the dead-letter stream: %d of %s bytes; the full read is in stream %s at sequence %s (consumer dlq replay uses it)\n",
+			len(m.Data), m.Header.Get(dlq.HeaderOriginalSize), m.Header.Get(dlq.HeaderStream), m.Header.Get(dlq.HeaderSequence))
 	}
 	if utf8.Valid(m.Data) {
 		fmt.Fprintf(w, "\npayload (%d bytes):\n%s\n", len(m.Data), m.Data)

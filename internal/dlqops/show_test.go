@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/dlqops"
 )
 
@@ -44,4 +45,18 @@ func TestShowMissingSequence(t *testing.T) {
 	}
 	assert.EqualError(t, e.ops.Show(t.Context(), 99), "sequence 99 in METER_READS_DLQ: no such sequence (see consumer dlq list): "+
 		"nats: API error: code=404 err_code=10037 description=message not found", "as docs/DLQ.md shows it")
+}
+
+// A truncated copy says where the full read is.
+func TestShowATruncatedCopy(t *testing.T) {
+	e := newEnv(t)
+	m := dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Cause: "invalid_payload", Stream: srcName,
+		Subject: "meter.reads.north", Sequence: 77, Data: []byte(strings.Repeat("x", 3000))}, base)
+	_, err := dlq.Fit(m, 2000)
+	require.NoError(t, err)
+	_, err = e.js.PublishMsg(t.Context(), m)
+	require.NoError(t, err)
+	require.NoError(t, e.ops.Show(t.Context(), 1))
+	assert.Contains(t, e.out.String(), "payload truncated to fit the dead-letter stream: ")
+	assert.Contains(t, e.out.String(), " of 3000 bytes; the full read is in stream METER_READS at sequence 77")
 }
