@@ -22,6 +22,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/lag"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -54,6 +55,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	stream.NewMetrics(reg)
+	service.EmbeddedGauge(reg)
 	lag.New(noSource{}, reg, time.Minute, retry.NewRand(1), nil)
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

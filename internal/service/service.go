@@ -67,7 +67,9 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	embedded := cfg.NATS.URL == ""
 	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
-	embeddedGauge(deps.Registry, embedded)
+	if g := EmbeddedGauge(deps.Registry); embedded {
+		g.Set(1)
+	}
 
 	var cleanups []func()
 	defer func() {
@@ -210,16 +212,14 @@ func copyLimit(maxPayload, streamMax int) int {
 	return maxPayload
 }
 
-// embeddedGauge exports whether this process runs on its own embedded NATS
-// server, which a production deployment never should.
-func embeddedGauge(reg prometheus.Registerer, embedded bool) {
-	g := promauto.With(reg).NewGauge(prometheus.GaugeOpts{
+// EmbeddedGauge registers meter_consumer_embedded_nats on reg: 1 when this
+// process runs on its own embedded NATS server, which a production
+// deployment never should.
+func EmbeddedGauge(reg prometheus.Registerer) prometheus.Gauge {
+	return promauto.With(reg).NewGauge(prometheus.GaugeOpts{
 		Namespace: "meter_consumer", Name: "embedded_nats",
 		Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
 	})
-	if embedded {
-		g.Set(1)
-	}
 }
 
 // drain drains the connection and waits until it is closed.
