@@ -22,8 +22,11 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/meterline/met
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/consumer /consumer
 USER nonroot:nonroot
-# The embedded server (no NATS_URL) stores here; mount a volume for it.
-ENV CONSUMER_DATA_DIR=/tmp/meter-consumer \
+# An image is a deployment: it never falls back to an embedded NATS server,
+# so without NATS_URL it refuses to start (a newcomer's run: go run
+# ./cmd/consumer --demo, or -e CONSUMER_NATS_EMBEDDED=true).
+ENV CONSUMER_NATS_EMBEDDED=false \
+    CONSUMER_DATA_DIR=/tmp/meter-consumer \
     CONSUMER_HTTP_ADDR=:8080
 EXPOSE 8080
 ENTRYPOINT ["/consumer"]

@@ -10,7 +10,7 @@
 //
 // One table describes every setting: its flag, environment variable, YAML
 // path, default and help. The flag set, the environment lookup, the YAML
-// unknown-key check, [Usage] and [Reference] (a Markdown table for the README)
+// unknown-key check, [Usage] and [Reference] (the Markdown table of docs/CONFIGURATION.md)
 // are all driven by it, so they cannot drift apart. Durations are Go
 // durations ("500ms", "30s", "5m") in every layer; lists are comma-separated
 // in environment variables and flags. An empty environment variable counts as

@@ -65,7 +65,7 @@ func defaultText(s setting, def Config) string {
 }
 
 // Reference returns a Markdown table of every setting, with its flag,
-// environment variable, YAML path, default and description, for the README.
+// environment variable, YAML path, default and description, for docs/CONFIGURATION.md.
 func Reference() string {
 	def := Default()
 	var b strings.Builder

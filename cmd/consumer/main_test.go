@@ -180,9 +180,30 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the demo acks reads")
 	_, err := js.Stream(t.Context(), "METER_READS")
 	require.NoError(t, err)
-	code, _ := get(t, "http://"+addr+"/readyz")
+	code, body := get(t, "http://"+addr+"/readyz")
 	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "embedded NATS server", "/readyz says it runs embedded")
+	_, metrics := get(t, "http://"+addr+"/metrics")
+	assert.Contains(t, metrics, "\nmeter_consumer_embedded_nats 1\n")
+	started := p.First("starting meter-consumer")
+	require.NotNil(t, started)
+	assert.Equal(t, true, started["embedded_nats"], "the start-up line says so")
 	assert.Equal(t, 0, stop(p, 40*time.Second))
+}
+
+// The image is a deployment: it never falls back to an embedded server.
+// Its environment refuses to start without a NATS URL, naming the field.
+func TestTheImageNeverRunsEmbedded(t *testing.T) {
+	docker, err := os.ReadFile("../../Dockerfile")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^ENV CONSUMER_NATS_EMBEDDED=false`, string(docker))
+	cmd := exec.Command(binary, "--downstream-url", "http://127.0.0.1:1/reads")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "CONSUMER_NATS_EMBEDDED=false"}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, string(out), `nats.url ("") is required when nats.embedded is false`)
 }
 
 func natsConnect(t *testing.T, url string) (func(), jetstream.JetStream) {

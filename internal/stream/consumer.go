@@ -194,15 +194,15 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// only once every read has been settled or handed back.
 	hard, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
+	if c.breaker != nil {
+		defer c.breaker.Stop() // last: after the keep-alives below
+	}
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
 	aliveDone.Add(2)
 	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
 	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
 	defer func() { aliveStop(); aliveDone.Wait() }()
-	if c.breaker != nil {
-		defer c.breaker.Stop()
-	}
 
 	pool := c.startWorkers(ctx, hard)
 	p := newPuller(cons, c.dispatcher(pool, hard),

@@ -29,7 +29,7 @@ func status(code int) error {
 	return h.Status(code, "")
 }
 
-// The settlement table of README.md, one row per situation: a delivery
+// The settlement table of docs/SETTLEMENT.md, one row per situation: a delivery
 // count, what is on record, the sink's answer, and the one settlement that
 // follows. "held" is a read waiting out its retry delay in the process.
 func TestSettlementTable(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 	"github.com/meterline/meter-consumer/config"
 )
 
-// The README's configuration table is Reference(), so docs cannot drift.
-func TestReadmeHasTheReference(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// docs/CONFIGURATION.md's table is Reference(), so docs cannot drift.
+func TestConfigurationDocHasTheReference(t *testing.T) {
+	b, err := os.ReadFile("../docs/CONFIGURATION.md")
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(b), config.Reference()),
-		"README.md's configuration table differs from config.Reference(); paste the new one")
+		"docs/CONFIGURATION.md's table differs from config.Reference(); paste the new one")
 }
