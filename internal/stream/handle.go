@@ -61,7 +61,7 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	}
 	d := &delivery{msg: msg, md: md, start: start, deadline: start.Add(c.o.HandlerTimeout)}
-	d.rec = c.record(hard, md)
+	d.rec = c.record(hard, md, d.deadline)
 	if dec := d.rec.DeadLetter; dec != nil {
 		// This read's fate was decided by an earlier delivery; only its
 		// copy is missing. Do not ask the downstream again.
@@ -210,7 +210,7 @@ func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration) {
 func (c *Consumer) handBack(msg jetstream.Msg, md *jetstream.MsgMetadata, rec *Record, start time.Time, why error) {
 	ctx := context.Background() // the stop's own deadline may be over: the record must still be written
 	if rec == nil {
-		r := c.record(ctx, md)
+		r := c.record(ctx, md, time.Time{})
 		rec = &r
 	}
 	rec.HandBacks++

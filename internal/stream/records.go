@@ -118,11 +118,15 @@ func attemptOf(md *jetstream.MsgMetadata, r Record) uint64 {
 // otherwise looked up. A look-up that fails is logged and counted, and the
 // read goes on as if nothing were recorded: the delivery count alone can
 // only make it look older, never lose it.
-func (c *Consumer) record(ctx context.Context, md *jetstream.MsgMetadata) Record {
+// The look-up ends by deadline (zero: RecordsTimeout from now).
+func (c *Consumer) record(ctx context.Context, md *jetstream.MsgMetadata, deadline time.Time) Record {
 	if md.NumDelivered <= 1 {
 		return Record{}
 	}
-	ctx, cancel := context.WithTimeout(ctx, RecordsTimeout)
+	if limit := time.Now().Add(RecordsTimeout); deadline.IsZero() || limit.Before(deadline) {
+		deadline = limit
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	r, err := c.records.Get(ctx, md.Sequence.Stream)
 	if err != nil {
