@@ -41,6 +41,10 @@ type NATS struct {
 	// and the demo's); a production deployment sets it false, so that a
 	// missing URL stops start-up instead of falling back to it.
 	Embedded bool `yaml:"embedded"`
+	// ConnectRetryMax bounds the wait between two attempts to connect at
+	// start (and to find the streams); the service keeps trying until it
+	// can consume or is stopped.
+	ConnectRetryMax time.Duration `yaml:"connect_retry_max"`
 }
 
 // TLS is the client side of a TLS connection (to NATS, to the downstream);
@@ -165,7 +169,7 @@ type Shutdown struct {
 // validates only once one is set or Demo is true.
 func Default() Config {
 	return Config{
-		NATS: NATS{Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true},
+		NATS: NATS{Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true, ConnectRetryMax: 30 * time.Second},
 		Stream: Stream{
 			Name:     "METER_READS",
 			Subjects: []string{"meter.reads.>"},

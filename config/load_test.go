@@ -120,7 +120,7 @@ func TestLoadEveryEnvAndFlag(t *testing.T) {
 	want := config.Default()
 	want.NATS = config.NATS{
 		URL: "nats://a:4222,nats://b:4222", Creds: "u.creds", User: "alice", Password: "s3cret",
-		NKeySeed: "seed.nk", TLS: config.TLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}, Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true,
+		NKeySeed: "seed.nk", TLS: config.TLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}, Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true, ConnectRetryMax: 30 * time.Second,
 	}
 	want.Stream.Name, want.Consumer.Durable, want.Stream.Replicas = "S", "D", 3
 	want.DLQ = config.DLQ{Stream: "SD", Prefix: "dead", Duplicates: time.Hour, MaxBytes: 1 << 30}

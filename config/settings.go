@@ -31,6 +31,7 @@ var settings = []setting{
 	{flag: "nats-key", env: "NATS_KEY", yaml: "nats.tls.key", help: "path to the client certificate's private key", field: func(c *Config) any { return &c.NATS.TLS.Key }},
 	{flag: "nats-listen", env: "CONSUMER_NATS_LISTEN", yaml: "nats.listen", help: "host:port of the embedded server; used when nats.url is empty", field: func(c *Config) any { return &c.NATS.Listen }},
 	{flag: "nats-embedded", env: "CONSUMER_NATS_EMBEDDED", yaml: "nats.embedded", help: "start an embedded server when nats.url is empty (a newcomer's machine, the demo); false refuses to start without nats.url, as a production deployment should", field: func(c *Config) any { return &c.NATS.Embedded }},
+	{flag: "nats-connect-retry-max", env: "CONSUMER_NATS_CONNECT_RETRY_MAX", yaml: "nats.connect_retry_max", help: "longest wait between two attempts to connect to NATS, or to find the streams, at start (a full-jittered delay doubling from 250ms); the service keeps trying, /readyz saying why, until it consumes or is stopped", field: func(c *Config) any { return &c.NATS.ConnectRetryMax }},
 	{flag: "nats-name", env: "CONSUMER_NATS_NAME", yaml: "nats.name", help: "connection name shown by the NATS server", field: func(c *Config) any { return &c.NATS.Name }},
 
 	{flag: "stream", env: "CONSUMER_STREAM", yaml: "stream.name", help: "JetStream stream holding the meter reads", field: func(c *Config) any { return &c.Stream.Name }},

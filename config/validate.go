@@ -98,6 +98,9 @@ func (c Config) validateNATS(p *problems) {
 	if n.TLS.Key != "" && n.TLS.Cert == "" {
 		p.addf("nats.tls.key (%q) is set but nats.tls.cert is empty: a client key needs its certificate", n.TLS.Key)
 	}
+	if n.ConnectRetryMax < time.Second {
+		p.addf("nats.connect_retry_max (%s) must be >= 1s", n.ConnectRetryMax)
+	}
 	if n.URL == "" && !n.Embedded {
 		p.addf(`nats.url ("") is required when nats.embedded is false: give the NATS servers' URLs (an embedded server is for a newcomer's machine and the demo only)`)
 	}

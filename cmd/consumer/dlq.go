@@ -205,7 +205,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	nc, err := service.Connect(ctx, cfg.NATS, log)
+	nc, err := service.Dial(ctx, cfg.NATS, log)
 	if err != nil {
 		return fail(exitFailure, "not connected: %v", err)
 	}

@@ -153,16 +153,6 @@ func TestBinaryRejectsBadConfiguration(t *testing.T) {
 	assert.NotContains(t, string(out), "hunter2-secret")
 }
 
-func TestBinaryReadyzWithoutStreams(t *testing.T) {
-	s := natstest.Run(t)
-	cmd := exec.Command(binary, "--nats-url", s.ClientURL(), "--downstream-url", "http://127.0.0.1:1/reads", "--log-format", "json")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	out, err := cmd.CombinedOutput()
-	require.Error(t, err, "without --create-streams a missing stream stops start-up")
-	assert.Contains(t, string(out), "stream METER_READS: missing")
-	assert.Contains(t, string(out), "--create-streams")
-}
-
 func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	natsAddr := freeAddr(t)
 	p := start(t, "--demo", "--data-dir", t.TempDir(), "--nats-listen", natsAddr, "--http-addr", "127.0.0.1:0",

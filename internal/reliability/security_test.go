@@ -7,10 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +22,8 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 // pki writes a CA, a server certificate for 127.0.0.1 and a client
@@ -149,17 +151,19 @@ func TestSecureConnections(t *testing.T) {
 		})
 	}
 
-	t.Run("a wrong password fails fast without showing it", func(t *testing.T) {
+	t.Run("a wrong password is said at once, by name, without showing it", func(t *testing.T) {
 		url, _ := secureServer(t, p, func(o *server.Options) { o.Users = []*server.User{{Username: "alice", Password: password}} })
-		cmd := exec.Command(binary, "--nats-url", url, "--downstream-url", "http://127.0.0.1:1/reads",
+		c := proctest.Start(t, "consumer", binary, []string{"NATS_USER=alice", "NATS_PASSWORD=wrong-" + password},
+			"--nats-url", url, "--downstream-url", "http://127.0.0.1:1/reads",
 			"--nats-ca", p.ca, "--nats-cert", p.clientCert, "--nats-key", p.clientKey, "--log-format", "json")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NATS_USER=alice", "NATS_PASSWORD=wrong-" + password}
-		began := time.Now()
-		out, err := cmd.CombinedOutput()
-		require.Error(t, err)
-		assert.Less(t, time.Since(began), 10*time.Second, "bad credentials are not retried for long")
-		assert.Contains(t, strings.ToLower(string(out)), "authorization")
-		assert.NotContains(t, string(out), password)
+		require.Eventually(t, func() bool { return c.First("connecting to NATS") != nil }, 10*time.Second, 10*time.Millisecond)
+		l := c.First("connecting to NATS")
+		assert.Equal(t, "ERROR", l["level"], "a refusal is an error, not a blip")
+		assert.Contains(t, strings.ToLower(fmt.Sprint(l["error"])), "authorization")
+		assert.Contains(t, fmt.Sprint(l["error"]), "NATS refused the connection")
+		assert.NotContains(t, c.Output(), password)
+		code, _ := c.Term(10 * time.Second)
+		assert.Zero(t, code, "stopped while it waits: a clean stop")
 	})
 }
 

@@ -4,8 +4,15 @@
 // pipeline of package stream, and the HTTP endpoints /metrics, /healthz and
 // /readyz. With Demo set it also starts the simulators of package demo.
 //
-// Run blocks until its context ends, then shuts everything down in order:
-// stop pulling and settle in-flight reads, drain the connection, stop the
-// HTTP server, stop the embedded server. It is what cmd/consumer runs, and
-// what tests start in-process.
+// Run starts the HTTP server first, so that /healthz answers and /readyz
+// says why the service is not ready while it waits: connecting to NATS
+// (retried with a full-jittered, growing delay up to nats.connect_retry_max;
+// refused credentials are said by name and retried at the longest delay),
+// then the streams, the records bucket and the durable (waited for while
+// missing). It returns at once only for what waiting cannot mend: a durable
+// the service cannot run on. A context that ends before it consumes is a
+// clean stop. Once consuming, it blocks until its context ends, then shuts
+// everything down in order: stop pulling and settle in-flight reads, drain
+// the connection, stop the embedded server, stop the HTTP server. It is what
+// cmd/consumer runs, and what tests start in-process.
 package service

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +17,6 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
-
-// EmbeddedAddr is where the embedded server listens, so that a head-end
-// simulator or the nats CLI can publish to it.
-const EmbeddedAddr = "127.0.0.1:4222"
 
 // startEmbedded starts a JetStream server storing under dir.
 func startEmbedded(addr, dir string, log *slog.Logger) (*server.Server, error) {
@@ -94,39 +92,62 @@ func connectOptions(c config.NATS, log *slog.Logger) []nats.Option {
 	return opts
 }
 
-// connect dials NATS, retrying with full jitter while the server is not
-// reachable yet (a fleet that starts together does not dial together).
-func connect(ctx context.Context, url string, opts []nats.Option, rnd retry.Source, log *slog.Logger) (*nats.Conn, error) {
-	var nc *nats.Conn
-	d := retry.Driver{
-		Policy: retry.Policy{Base: 250 * time.Millisecond, Cap: 5 * time.Second, MaxAttempts: 12},
-		Rand:   rnd,
-		// Wrong credentials will not get better by waiting.
-		Transient: func(err error) bool {
-			return !errors.Is(err, nats.ErrAuthorization) && !errors.Is(err, nats.ErrAuthExpired) &&
-				!errors.Is(err, nats.ErrAuthRevoked) && !errors.Is(err, nats.ErrAccountAuthExpired)
-		},
-	}
-	attempt := 0
-	err := d.Do(ctx, func(context.Context) error {
-		attempt++
-		var err error
-		nc, err = nats.Connect(url, opts...)
-		if err != nil {
-			log.Warn("connecting to NATS", slog.Int("attempt", attempt), slog.Any("error", err))
+// ConnectRetryBase is the first delay between two attempts to connect at
+// start; the delay doubles, jittered, up to nats.connect_retry_max.
+const ConnectRetryBase = 250 * time.Millisecond
+
+// errRefused marks a connection the server refused: wrong credentials, an
+// expired or revoked account, a certificate it does not trust. Not a blip.
+var errRefused = errors.New("NATS refused the connection")
+
+// dial connects to NATS at start, retrying until it connects or ctx ends
+// (nil, ctx.Err()): a NATS outage at boot keeps the service waiting, ready
+// to consume the moment NATS answers, instead of exiting into a crash loop.
+// The delay grows from ConnectRetryBase to max, full-jittered, so a fleet
+// that starts together does not dial together. A refusal (errRefused) is
+// not a blip: it is logged as an error each time, by name, set as the
+// readiness reason, and retried at max (a rotated credentials file or a
+// fixed account may let it in).
+func dial(ctx context.Context, url string, opts []nats.Option, maxWait time.Duration, rnd retry.Source, log *slog.Logger, ready *readiness) (*nats.Conn, error) {
+	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
+	for attempt := uint64(1); ; attempt++ {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			return nc, nil
 		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS: %w", err)
+		wait := policy.Delay(attempt, rnd)
+		if refused(err) {
+			err = fmt.Errorf("%w: %w (check nats.user and NATS_PASSWORD, NATS_TOKEN, nats.creds, nats.nkey_seed, nats.tls.*)", errRefused, err)
+			wait = policy.Cap
+			log.Error("connecting to NATS", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
+		} else {
+			log.Warn("connecting to NATS", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
+		}
+		ready.set(fmt.Sprintf("connecting to NATS at %s: attempt %d: %v", redactedURL(url), attempt, err))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
 	}
-	return nc, nil
 }
 
-// Connect dials the NATS server the configuration names; with no URL it
-// dials the embedded server's address (a consumer running on this machine).
-// Tools use it; the service itself calls connect.
-func Connect(ctx context.Context, c config.NATS, log *slog.Logger) (*nats.Conn, error) {
+// refused reports a connection the server answered and refused.
+func refused(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var certErr *tls.CertificateVerificationError
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired) ||
+		errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &certErr)
+}
+
+// Dial connects to the NATS server the configuration names, once, for the
+// dead-letter tools; with no URL it dials the embedded server's address (a
+// consumer running on this machine).
+func Dial(ctx context.Context, c config.NATS, log *slog.Logger) (*nats.Conn, error) {
 	url := c.URL
 	if url == "" {
 		url = "nats://" + c.Listen

@@ -30,9 +30,6 @@ type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here and served on /metrics
 	Rand     retry.Source         // jitter; nil seeds from the clock
-	// Started, if set, is called once the service consumes, with the address
-	// the HTTP server listens on ("" when disabled).
-	Started func(httpAddr string)
 }
 
 // DrainTimeout bounds the connection drain that follows a graceful stop.
@@ -55,7 +52,11 @@ func Topology(cfg config.Config) stream.Topology {
 }
 
 // Run runs the consumer until ctx ends, then shuts down gracefully. cfg must
-// be valid.
+// be valid. The HTTP server starts first, so /healthz answers and /readyz
+// says why the service is not ready yet (connecting to NATS, a stream
+// missing) while it waits; a ctx that ends before the service consumes is a
+// clean stop (nil). It returns an error for what waiting cannot mend: a
+// durable the service cannot run on, an embedded server that cannot start.
 func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	log := deps.Logger
 	if log == nil {
@@ -70,61 +71,56 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if g := EmbeddedGauge(deps.Registry); embedded {
 		g.Set(1)
 	}
+	ready := &readiness{reason: "starting"}
+	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, ready.get, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-
-	url := cfg.NATS.URL
-	create := cfg.Stream.Create
-	if url == "" {
+	url, create := cfg.NATS.URL, cfg.Stream.Create
+	if embedded {
 		srv, err := startEmbedded(cfg.NATS.Listen, cfg.DataDir, log)
 		if err != nil {
 			return err
 		}
-		cleanups = append(cleanups, func() { srv.Shutdown(); srv.WaitForShutdown() })
+		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 		url, create = srv.ClientURL(), true
 	}
-
-	nc, err := connect(ctx, url, connectOptions(cfg.NATS, log), rnd, log)
-	if err != nil {
-		return err
-	}
-	drained := false
-	cleanups = append(cleanups, func() {
-		if !drained {
-			nc.Close()
+	opts := append(connectOptions(cfg.NATS, log), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			log.Error("NATS refused a permission", slog.Any("error", err))
+			ready.refused(err)
+			return
 		}
-	})
+		log.Warn("NATS async error", slog.Any("error", err))
+	}))
+	ready.set("connecting to NATS at " + redactedURL(url))
+	nc, err := dial(ctx, url, opts, cfg.NATS.ConnectRetryMax, rnd, log, ready)
+	if err != nil {
+		log.Info("stopped before connecting to NATS")
+		return nil
+	}
+	defer nc.Close() // after the drain below; a no-op then
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	topo := Topology(cfg)
-	var set *stream.Setup
-	if create {
-		set, err = stream.Ensure(ctx, js, topo)
-	} else {
-		set, err = stream.Lookup(ctx, js, topo)
-	}
+	set, err := setUp(ctx, js, topo, create, cfg.NATS.ConnectRetryMax, rnd, log, ready)
 	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before consuming")
+			return nil
+		}
 		return err
-	}
-	for _, w := range set.Warnings {
-		log.Warn(w)
-	}
-	if set.AckWait != cfg.Consumer.AckWait {
-		log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
-			slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", cfg.Consumer.AckWait))
 	}
 
-	sink, err := sinkFor(ctx, cfg, js, log, &cleanups)
+	sink, stopSink, err := sinkFor(ctx, cfg, js, log)
 	if err != nil {
 		return err
 	}
+	defer stopSink()
 	consumer, err := stream.New(stream.Options{
 		Policy:          cfg.Retry.Policy(),
 		Concurrency:     cfg.Consumer.Concurrency,
@@ -145,8 +141,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
-
-	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, func() (bool, string) {
+	ready.consuming(func() (bool, string) {
 		switch {
 		case !nc.IsConnected():
 			return false, "not connected to NATS (" + nc.Status().String() + ")"
@@ -156,22 +151,8 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			return true, "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
 		}
 		return true, "ok"
-	}, log)
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, stopHTTP)
+	})
 
-	if deps.Started != nil {
-		go func() {
-			for !consumer.Consuming() && ctx.Err() == nil {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if ctx.Err() == nil {
-				deps.Started(httpAddr)
-			}
-		}()
-	}
 	lagCtx, stopLag := context.WithCancel(ctx)
 	lagDone := make(chan struct{})
 	go func() {
@@ -179,7 +160,6 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		lag.New(lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream},
 			deps.Registry, LagInterval, rnd, log).Run(lagCtx)
 	}()
-	defer func() { stopLag(); <-lagDone }()
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
 		slog.String("http", httpAddr))
@@ -187,20 +167,61 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	stopLag()
 	<-lagDone
 
-	// Flush every settlement before the connection goes.
-	// Draining only flushes what is already settled: it is quick, and bounded
-	// so that a whole stop stays within shutdown.timeout + DrainTimeout.
+	// Flush every settlement before the connection goes. Draining only
+	// flushes what is already settled: it is quick, and bounded so that a
+	// whole stop stays within shutdown.timeout + DrainTimeout.
 	drainCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
 	if err := drain(drainCtx, nc); err != nil {
 		log.Warn("drain", slog.Any("error", err))
 	}
-	drained = true
 	if runErr != nil {
 		return fmt.Errorf("consume: %w", runErr)
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// setUp finds (or creates) the streams, the records bucket and the durable,
+// waiting while one is missing or JetStream does not answer, the reason on
+// /readyz. A durable the service cannot run on is returned at once: waiting
+// will not change it.
+func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, create bool, maxWait time.Duration,
+	rnd retry.Source, log *slog.Logger, ready *readiness) (*stream.Setup, error) {
+	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
+	for attempt := uint64(1); ; attempt++ {
+		ready.set("looking up the streams")
+		var set *stream.Setup
+		var err error
+		if create {
+			set, err = stream.Ensure(ctx, js, topo)
+		} else {
+			set, err = stream.Lookup(ctx, js, topo)
+		}
+		if err == nil {
+			for _, w := range set.Warnings {
+				log.Warn(w)
+			}
+			if set.AckWait != topo.AckWait {
+				log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
+					slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", topo.AckWait))
+			}
+			return set, nil
+		}
+		if errors.Is(err, stream.ErrMismatch) || ctx.Err() != nil {
+			return nil, err
+		}
+		wait := policy.Delay(attempt, rnd)
+		log.Error("waiting for the streams", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
+		ready.set(err.Error())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // copyLimit is the largest dead-letter copy: the connection's max payload,
@@ -239,31 +260,33 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 	}
 }
 
-func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, log *slog.Logger, cleanups *[]func()) (downstream.Sink, error) {
-	url := cfg.Downstream.URL
+// sinkFor builds the HTTP sink (and, in demo mode, starts the simulators);
+// stop closes its idle connections and stops the simulators.
+func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, log *slog.Logger) (downstream.Sink, func(), error) {
+	url, stopDemo := cfg.Downstream.URL, func() {}
 	if cfg.Demo {
 		demoURL, stop, err := startDemo(ctx, cfg, js, log)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		*cleanups = append(*cleanups, stop)
+		stopDemo = stop
 		if url == "" {
 			url = demoURL
 		}
 	}
 	cls, err := classify.NewHTTP(cfg.Downstream.PermanentStatuses, nil)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var h *downstream.HTTP
+		h, err = downstream.NewHTTP(downstream.HTTPOptions{
+			URL: url, Timeout: cfg.Downstream.Timeout, Concurrency: cfg.Consumer.Concurrency, Classifier: cls,
+			Access: cfg.Downstream.Access(), Logger: log,
+		})
+		if err == nil {
+			return h, func() { h.CloseIdle(); stopDemo() }, nil
+		}
 	}
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{
-		URL: url, Timeout: cfg.Downstream.Timeout, Concurrency: cfg.Consumer.Concurrency, Classifier: cls,
-		Access: cfg.Downstream.Access(), Logger: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	*cleanups = append(*cleanups, h.CloseIdle)
-	return h, nil
+	stopDemo()
+	return nil, nil, err
 }
 
 // serveHTTP serves /metrics, /healthz and /readyz on addr ("" disables it).
