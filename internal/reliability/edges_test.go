@@ -36,11 +36,10 @@ func TestRedirectingEngineAcksNothing(t *testing.T) {
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
 	e := newEngine(t, nil)
-	// The outage scenario's breaker: 5 calls in a 2s window, probes every
-	// 0.5-1s, one at a time.
+	// A quick breaker: 5 calls in a 2s window, one probe every 100-600ms.
 	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL,
-		"--breaker-window", "2s", "--breaker-min-calls", "5", "--breaker-cool-down", "500ms",
-		"--breaker-max-cool-down", "1s", "--breaker-probes", "1")
+		"--breaker-window", "2s", "--breaker-min-calls", "5", "--breaker-cool-down", "200ms",
+		"--breaker-max-cool-down", "400ms", "--breaker-probes", "1")
 	w.publish("OKA", 10, 0)
 	require.Eventually(t, func() bool { d, _ := e.delivered(); return len(d) == 10 }, 10*time.Second, 5*time.Millisecond)
 
@@ -300,8 +299,9 @@ func operatorDurable(t *testing.T, name string, give jetstream.ConsumerConfig, w
 	w.publish("GOOD", 10, 0)
 	w.publish("FLAKY", 5, 0)
 	w.publish("DOOMED", 3, 0)
-	// The breaker is off: this scenario is about the attempt budget.
-	args := []string{"--nats-url", w.url, "--downstream-url", e.srv.URL, "--breaker=false"}
+	// The breaker is off: this scenario is about the attempt budget, here
+	// 6 attempts with delays of at most 50, 100, 100, 100 and 100ms.
+	args := []string{"--nats-url", w.url, "--downstream-url", e.srv.URL, "--breaker=false", "--retry-cap", "100ms"}
 
 	// Refused, with a message naming the field and the fix, and the
 	// durable left as the operator made it.
