@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,21 +18,39 @@ import (
 )
 
 // engine is the downstream: it records every answer per idempotency key and
-// answers what the scenario says.
+// answers what the scenario says. A 3xx answer points at loginPath, a page
+// that answers 200 to any method (as an auth proxy's login page would): the
+// requests it gets are counted apart and are never a delivery.
 type engine struct {
 	srv *httptest.Server
 
 	latency atomic.Int64 // nanoseconds
+	arrived atomic.Int64 // calls received, counted before the latency
 	mu      sync.Mutex
 	answers map[string][]int // key -> statuses answered, in order
+	logins  []string         // "METHOD key" of each request to loginPath
 	policy  func(key string, n int) int
 }
+
+// loginPath is where the engine's redirects lead.
+const loginPath = "/login"
 
 func newEngine(t *testing.T, policy func(key string, n int) int) *engine {
 	t.Helper()
 	e := &engine{answers: map[string][]int{}, policy: policy}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
+		if r.URL.Path == loginPath {
+			e.mu.Lock()
+			e.logins = append(e.logins, r.Method+" "+key)
+			e.mu.Unlock()
+			_, _ = w.Write([]byte("<html>sign in</html>"))
+			return
+		}
+		e.arrived.Add(1)
+		// Read the body first: only then does the server watch the
+		// connection, so that a client giving up ends the wait below.
+		_, _ = io.Copy(io.Discard, r.Body)
 		if d := time.Duration(e.latency.Load()); d > 0 {
 			select {
 			case <-time.After(d):
@@ -46,6 +65,9 @@ func newEngine(t *testing.T, policy func(key string, n int) int) *engine {
 		}
 		e.answers[key] = append(e.answers[key], status)
 		e.mu.Unlock()
+		if status >= 300 && status < 400 {
+			w.Header().Set("Location", loginPath)
+		}
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(e.srv.Close)
@@ -73,6 +95,26 @@ func (e *engine) delivered() (map[string]bool, int) {
 		}
 	}
 	return out, calls
+}
+
+// loginRequests returns the requests the login page got ("METHOD key").
+func (e *engine) loginRequests() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.logins...)
+}
+
+// statuses counts the answers given, by status.
+func (e *engine) statuses() map[int]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[int]int{}
+	for _, sts := range e.answers {
+		for _, s := range sts {
+			out[s]++
+		}
+	}
+	return out
 }
 
 // world is one scenario's NATS side.
