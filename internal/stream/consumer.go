@@ -72,6 +72,7 @@ type Consumer struct {
 
 	consuming atomic.Bool
 	records   Records
+	naks      *nakLog
 	// sinkBounded: the sink bounds every call itself within the handler
 	// timeout, so deliver need not add a timeout of its own.
 	sinkBounded bool
@@ -118,7 +119,8 @@ func New(o Options) (*Consumer, error) {
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	c := &Consumer{o: o, log: o.Logger, m: o.Metrics, records: o.Records}
+	log := o.Logger.With(slog.String("component", "stream"))
+	c := &Consumer{o: o, log: log, m: o.Metrics, records: o.Records, naks: &nakLog{log: log, limit: NakLines}}
 	if c.records == nil {
 		c.records = noRecords{}
 	}
@@ -199,9 +201,10 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
-	aliveDone.Add(2)
+	aliveDone.Add(3)
 	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
 	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
+	go func() { defer aliveDone.Done(); c.naks.run(alive, NakInterval) }()
 	defer func() { aliveStop(); aliveDone.Wait() }()
 
 	pool := c.startWorkers(ctx, hard)

@@ -97,5 +97,5 @@ func (c *Consumer) copyFailed(ctx context.Context, d *delivery, reason dlq.Reaso
 		c.m.dlqRejections.Inc()
 		msg = "dead-letter copy rejected by the server; read NAKed, not terminated, until the cause is fixed"
 	}
-	c.log.LogAttrs(ctx, slog.LevelError, msg, attrs...)
+	c.naks.line(ctx, slog.LevelError, msg, ce.Cause, attrs)
 }

@@ -192,7 +192,7 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Err
 	c.hold(d.msg, delay)
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
-	c.log.LogAttrs(ctx, slog.LevelWarn, "nak", c.attrs(d, ce, delay)...)
+	c.naks.line(ctx, slog.LevelWarn, "nak", ce.Cause, c.attrs(d, ce, delay))
 }
 
 func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration) {
@@ -221,7 +221,7 @@ func (c *Consumer) handBack(msg jetstream.Msg, md *jetstream.MsgMetadata, rec *R
 	c.m.handBacks.Inc()
 	c.m.settled(OutcomeNak, time.Since(start).Seconds())
 	attrs := append(c.attrs(&delivery{msg: msg, md: md}, ce, 0), slog.Uint64("hand_backs", rec.HandBacks))
-	c.log.LogAttrs(ctx, slog.LevelWarn, "handed back", attrs...)
+	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, attrs)
 }
 
 // handBackMsg hands back a message that no worker looked at.
