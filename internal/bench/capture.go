@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// nakCapture is a slog.Handler at level warn (what production logs) that
-// keeps the delay the consumer asked for in each "nak" record, by stream
-// sequence: the consumer's own account of when a read is due back.
+// nakCapture is a slog.Handler that keeps the delay the consumer asked for
+// in each "nak" record, by stream sequence: the consumer's own account of
+// when a read is due back. It is enabled at debug, the level at which the
+// consumer writes every nak line (at info a storm's lines are summarised).
 type nakCapture struct {
 	mu     sync.Mutex
 	delays map[uint64]time.Duration
@@ -17,7 +18,7 @@ type nakCapture struct {
 
 func newNakCapture() *nakCapture { return &nakCapture{delays: map[uint64]time.Duration{}} }
 
-func (c *nakCapture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (c *nakCapture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelDebug }
 
 func (c *nakCapture) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "nak" {
