@@ -22,10 +22,14 @@ const (
 	ReasonPermanent Reason = "permanent"
 	// ReasonExhausted: the read spent its attempt budget on transient failures.
 	ReasonExhausted Reason = "exhausted"
+	// ReasonExpired: a transient failure came after the read's time budget
+	// (retry.max_read_age) was spent: it missed its billing cycle and must
+	// be estimated.
+	ReasonExpired Reason = "expired"
 )
 
 // Reasons lists every reason, for metric initialisation.
-func Reasons() []Reason { return []Reason{ReasonPermanent, ReasonExhausted} }
+func Reasons() []Reason { return []Reason{ReasonPermanent, ReasonExhausted, ReasonExpired} }
 
 // Header names added to a dead-letter copy.
 const (

@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -33,6 +35,9 @@ type Options struct {
 	AckWait time.Duration
 	// ShutdownTimeout bounds a graceful stop (default 30s).
 	ShutdownTimeout time.Duration
+	// SpillAfter is how long a pulled read may wait for a worker before it
+	// is parked, kept alive (default AckWait/4).
+	SpillAfter time.Duration
 	// DeadLetterRetry drives in-process retries of a dead-letter publish
 	// before the original is NAKed (default 3 attempts, 100ms base, 1s cap).
 	DeadLetterRetry retry.Policy
@@ -47,6 +52,16 @@ type Options struct {
 	// Breaker, when set, opens on a downstream that fails as a whole: the
 	// consumer stops pulling and holds its reads until probes succeed.
 	Breaker *breaker.Options
+	// Limiter, when set, adapts the calls in flight to the downstream's
+	// capacity (Concurrency stays the upper bound).
+	Limiter *limit.Limiter
+	// Budget, when set, bounds retries to a share of first attempts: a
+	// retry over it is held, kept alive, uncharged, until it fits.
+	Budget *budget.Budget
+	// MaxReadAge, when set, bounds a read's age (from its stream
+	// timestamp): a transient failure past it is dead-lettered with reason
+	// expired instead of retried.
+	MaxReadAge time.Duration
 
 	// ServerSideDelay NAKs failed reads with NakWithDelay at once instead of
 	// holding them in the process. It exists to measure the difference (see
@@ -107,6 +122,9 @@ func New(o Options) (*Consumer, error) {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 30 * time.Second
 	}
+	if o.SpillAfter <= 0 {
+		o.SpillAfter = o.AckWait / 4
+	}
 	if o.DeadLetterRetry == (retry.Policy{}) {
 		o.DeadLetterRetry = retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3}
 	}
@@ -129,6 +147,12 @@ func New(o Options) (*Consumer, error) {
 	}
 	c.keepers = c.newKeepers(o.Concurrency)
 	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	c.delayer.gate = c.retryGate
+	c.m.limit.Set(float64(o.Concurrency))
+	if o.Limiter != nil {
+		c.m.limit.Set(float64(o.Limiter.Limit()))
+		o.Limiter.OnChange(func(l int) { c.m.limit.Set(float64(l)) })
+	}
 	if o.Breaker != nil {
 		bo := *o.Breaker
 		if bo.Rand == nil {
@@ -224,13 +248,11 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	c.consuming.Store(true)
 	follow, followStop := context.WithCancel(context.WithoutCancel(ctx))
 	var followDone sync.WaitGroup
-	if c.breaker != nil {
-		followDone.Add(1)
-		go func() {
-			defer followDone.Done()
-			c.followBreaker(follow, p, pool.unparked)
-		}()
-	}
+	followDone.Add(1)
+	go func() {
+		defer followDone.Done()
+		c.follow(follow, p)
+	}()
 
 	var runErr error
 	select {
@@ -241,7 +263,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	c.consuming.Store(false)
 
 	// The stop, in this order:
-	//  1. Stop following the breaker: pulling is not resumed again.
+	//  1. Stop following the breaker and the park: pulling is not resumed.
 	//  2. Stop pulling with Drain: buffered reads still reach dispatch, which
 	//     hands them to the workers (or parks them while the breaker is open).
 	//  3. Let the workers finish, up to ShutdownTimeout. Past it hard ends:
@@ -270,24 +292,62 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 // buffered reads dispatch hands back once the deadline is over.
 const handBackGrace = 5 * time.Second
 
-// dispatcher returns the handler of pulled messages: each goes to a worker,
-// or is parked while the breaker is open, or is handed back once the stop
-// has run out of time.
+// dispatcher returns the handler of pulled messages: each goes to an idle
+// worker, or is parked (kept alive from then on, taken by the next free
+// worker) when the breaker is open or reads are parked already; once the
+// stop has run out of time it is handed back.
+//
+// While no worker is idle, dispatch blocks, and the reads behind it wait
+// in the client buffer where nothing keeps them alive. They all arrived
+// after dispatch last returned at once, so once dispatch has been blocked
+// for SpillAfter in a row, the read at hand is parked, and with it every
+// read behind (the park is not empty): no read waits in the client buffer
+// much longer than SpillAfter, whatever the workers wait for (the breaker,
+// the concurrency limit, a slow downstream). follow stops pulling while
+// the park is full.
 func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.MessageHandler {
+	var blockedSince time.Time // zero while dispatch keeps returning at once
+	spill := time.NewTimer(time.Hour)
+	spill.Stop()
 	return func(msg jetstream.Msg) {
 		for {
 			changed := c.breakerChanged() // before the check, so no transition is missed
-			if c.paused() {
-				c.delayer.park(msg) // kept alive until the breaker lets reads through
+			if c.paused() || c.delayer.parked.Load() > 0 {
+				c.delayer.park(msg)
+				blockedSince = time.Time{}
 				return
 			}
 			select {
+			case pool.work <- msg: // an idle worker: no timer on the fast path
+				blockedSince = time.Time{}
+				return
+			default:
+			}
+			now := time.Now()
+			if blockedSince.IsZero() {
+				blockedSince = now
+			}
+			left := c.o.SpillAfter - now.Sub(blockedSince)
+			if left <= 0 {
+				c.delayer.park(msg)
+				blockedSince = time.Time{}
+				return
+			}
+			spill.Reset(left)
+			select {
 			case pool.work <- msg:
+				spill.Stop()
+				return
+			case <-spill.C:
+				c.delayer.park(msg)
+				blockedSince = time.Time{}
 				return
 			case <-hard.Done():
+				spill.Stop()
 				c.handBackMsg(msg, errStopping)
 				return
 			case <-changed:
+				spill.Stop()
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"container/heap"
+	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -32,9 +33,17 @@ type delayer struct {
 	mu     sync.Mutex
 	items  heldHeap
 	byMsg  map[jetstream.Msg]*held // parked reads, to unpark them
+	order  list.List               // parked reads, oldest first
 	parked atomic.Int64            // len(byMsg), read without the lock
 	wake   chan struct{}
-	parkCh chan struct{} // signalled on every park
+	parkCh chan struct{} // signalled on every park (for the follower)
+	// takenCh is signalled when a parked read is taken (for the follower);
+	// wakeWorker wakes an idle worker when a read is parked, and again
+	// while parked reads remain after one is taken.
+	takenCh, wakeWorker chan struct{}
+	// gate decides whether a retry that is due may go now; when it may
+	// not, the read is held again for the returned time (nil: always).
+	gate func() (bool, time.Duration)
 }
 
 // never is the due time of a parked read: it is only kept alive.
@@ -45,6 +54,8 @@ type held struct {
 	due       time.Time
 	keepalive time.Time
 	index     int
+	retry     bool          // a retry of the downstream call: goes through the gate
+	parked    *list.Element // its place in order, while parked
 }
 
 func (h *held) next() time.Time {
@@ -56,21 +67,24 @@ func (h *held) next() time.Time {
 
 func newDelayer(keepEvery time.Duration, now func() time.Time, onErr func(string, error), onSize func(int)) *delayer {
 	return &delayer{keepEvery: keepEvery, now: now, onErr: onErr, onSize: onSize,
-		wake: make(chan struct{}, 1), parkCh: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), parkCh: make(chan struct{}, 1),
+		takenCh: make(chan struct{}, 1), wakeWorker: make(chan struct{}, 1)}
 }
 
-// hold keeps msg until delay has passed. A delay of zero NAKs at once.
+// hold keeps msg until delay has passed, then NAKs it; a retry (of the
+// downstream call) also waits for the gate. A delay of zero NAKs at once
+// when nothing gates it.
 //
 // The first keep-alive goes out at once: the read may have waited in the
 // client buffer for most of the ack wait before a worker took it, and
 // nothing tells how long.
-func (d *delayer) hold(msg jetstream.Msg, delay time.Duration) {
-	if delay <= 0 {
+func (d *delayer) hold(msg jetstream.Msg, delay time.Duration, retry bool) {
+	if delay <= 0 && (!retry || d.gate == nil) {
 		d.settle("nak", msg.Nak())
 		return
 	}
 	now := d.now()
-	it := &held{msg: msg, due: now.Add(delay), keepalive: now}
+	it := &held{msg: msg, due: now.Add(delay), keepalive: now, retry: retry}
 	d.mu.Lock()
 	heap.Push(&d.items, it)
 	first := d.items[0] == it
@@ -95,16 +109,15 @@ func (d *delayer) park(msg jetstream.Msg) {
 		d.byMsg = make(map[jetstream.Msg]*held)
 	}
 	d.byMsg[msg] = it
+	it.parked = d.order.PushBack(it)
 	d.parked.Add(1)
 	heap.Push(&d.items, it)
 	first := d.items[0] == it
 	n := len(d.items)
 	d.mu.Unlock()
 	d.onSize(n)
-	select {
-	case d.parkCh <- struct{}{}:
-	default:
-	}
+	signal(d.parkCh)
+	signal(d.wakeWorker)
 	if first {
 		select {
 		case d.wake <- struct{}{}:
@@ -122,6 +135,7 @@ func (d *delayer) unpark(msg jetstream.Msg) bool {
 	it, ok := d.byMsg[msg]
 	if ok {
 		delete(d.byMsg, msg)
+		d.order.Remove(it.parked)
 		d.parked.Add(-1)
 		heap.Remove(&d.items, it.index)
 	}
@@ -133,30 +147,39 @@ func (d *delayer) unpark(msg jetstream.Msg) bool {
 	return ok
 }
 
-// takeParked unparks and returns one parked read, if any. Choosing and
-// removing happen under one lock, so two workers never pick the same read
-// (which would leave another parked read without a worker).
+// takeParked unparks and returns the read parked longest, if any. Choosing
+// and removing happen under one lock, so two workers never pick the same
+// read (which would leave another parked read without a worker).
 func (d *delayer) takeParked() (jetstream.Msg, bool) {
 	if d.parked.Load() == 0 {
 		return nil, false
 	}
 	d.mu.Lock()
-	var it *held
-	for _, h := range d.byMsg {
-		it = h
-		break
-	}
-	if it == nil {
+	front := d.order.Front()
+	if front == nil {
 		d.mu.Unlock()
 		return nil, false
 	}
+	it := d.order.Remove(front).(*held)
 	delete(d.byMsg, it.msg)
-	d.parked.Add(-1)
+	left := d.parked.Add(-1)
 	heap.Remove(&d.items, it.index)
 	n := len(d.items)
 	d.mu.Unlock()
 	d.onSize(n)
+	signal(d.takenCh)
+	if left > 0 {
+		signal(d.wakeWorker)
+	}
 	return it.msg, true
+}
+
+// signal wakes whoever waits on ch, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // size returns how many reads are held.
@@ -183,6 +206,13 @@ func (d *delayer) run(ctx context.Context) {
 				break
 			}
 			if !it.due.After(now) {
+				if it.retry && d.gate != nil {
+					if ok, again := d.gate(); !ok {
+						it.due = now.Add(again) // over the retry budget: held again, not charged
+						heap.Fix(&d.items, 0)
+						continue
+					}
+				}
 				heap.Pop(&d.items)
 				due = append(due, it.msg)
 				continue
@@ -221,6 +251,7 @@ func (d *delayer) release(handBack func(jetstream.Msg, error)) int {
 	d.mu.Lock()
 	items := d.items
 	d.items, d.byMsg = nil, nil
+	d.order.Init()
 	d.parked.Store(0)
 	d.mu.Unlock()
 	d.onSize(0)

@@ -62,7 +62,7 @@ func TestHeldAndParkedReadsAreKeptAliveAtOnce(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	held, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	d.hold(held, time.Hour)
+	d.hold(held, time.Hour, true)
 	d.park(parked)
 	require.Eventually(t, func() bool {
 		return held.count("in_progress") == 1 && parked.count("in_progress") == 1
@@ -77,7 +77,7 @@ func TestReleaseGivesEveryReadBack(t *testing.T) {
 	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	d := newDelayer(time.Hour, func() time.Time { return now }, nil, func(int) {})
 	held, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	d.hold(held, 3*time.Second)
+	d.hold(held, 3*time.Second, true)
 	d.park(parked)
 	var handedBack []jetstream.Msg
 	n := d.release(func(m jetstream.Msg, err error) {

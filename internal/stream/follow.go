@@ -38,43 +38,40 @@ func (c *Consumer) release(p breaker.Permit) {
 	}
 }
 
-// followBreaker pauses pulling while the breaker is open and resumes it
-// otherwise; reads parked while it was open go to the workers (through
-// tokens on unparked: a worker takes one parked read per token) when it
-// half-opens, so that they can serve as probes.
-func (c *Consumer) followBreaker(ctx context.Context, p *puller, unparked chan<- struct{}) {
+// follow pauses pulling while the breaker is open, or while the reads
+// parked in the process reach the pull batch (the workers are behind: a
+// slow downstream, a low concurrency limit), and resumes it once the breaker
+// lets reads through and the parked reads are down to half the pull batch.
+// Pausing drains the client buffer into the park, where every read is kept
+// alive; workers take parked reads before new ones.
+func (c *Consumer) follow(ctx context.Context, p *puller) {
+	high := max(c.o.PullBatch, 1)
+	low := high / 2
 	for {
-		changed := c.breaker.Changed()
-		switch c.breaker.State() {
-		case breaker.Open:
-			if p.pulling() {
-				p.pause(c.o.AckWait / 2)
+		changed := c.breakerChanged()
+		parked := int(c.delayer.parked.Load())
+		open := c.paused()
+		switch {
+		case p.pulling() && (open || parked >= high):
+			p.pause(c.o.AckWait / 2)
+			if open {
 				c.log.Warn("breaker open: stopped pulling; in-flight reads are held", slog.Int("parked", int(c.delayer.parked.Load())))
+			} else {
+				c.log.Info("workers behind: stopped pulling until the parked reads are taken", slog.Int("parked", parked))
 			}
-		default:
-			if !p.pulling() {
-				if err := p.resume(); err != nil {
-					c.log.Error("resume pulling", slog.Any("error", err))
-				}
-			}
-		tokens:
-			for range c.delayer.parked.Load() {
-				select {
-				case unparked <- struct{}{}:
-				case <-ctx.Done():
-					return
-				case <-changed:
-					break tokens
-				}
+		case !p.pulling() && !open && parked <= low:
+			if err := p.resume(); err != nil {
+				c.log.Error("resume pulling", slog.Any("error", err))
 			}
 		}
 		var retry <-chan time.Time
-		if c.breaker.State() != breaker.Open && !p.pulling() {
+		if !open && parked <= low && !p.pulling() {
 			retry = time.After(time.Second) // resume failed: try again
 		}
 		select {
 		case <-changed:
-		case <-c.delayer.parkCh: // parked after the tokens were counted: count again
+		case <-c.delayer.parkCh:
+		case <-c.delayer.takenCh:
 		case <-retry:
 		case <-ctx.Done():
 			return

@@ -85,6 +85,9 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	}
 
+	if attempt == 1 && c.o.Budget != nil {
+		c.o.Budget.First()
+	}
 	err = c.callDownstream(graceful, hard, d, read)
 	switch {
 	case err == nil:
@@ -107,6 +110,8 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 	switch {
 	case ce.Class == classify.Permanent:
 		c.deadLetter(hard, d, dlq.ReasonPermanent, ce)
+	case c.expired(md):
+		c.deadLetter(hard, d, dlq.ReasonExpired, ce)
 	case c.o.Policy.Exhausted(attempt):
 		c.deadLetter(hard, d, dlq.ReasonExhausted, ce)
 	default:
@@ -123,26 +128,33 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 // cut the call short: neither is an answer about the read or the
 // downstream.
 func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, read meter.Read) error {
-	for waited := false; ; waited = true {
+	for {
 		permit, err := c.acquire(graceful)
 		if err != nil {
 			return errStopping
 		}
-		if waited {
-			d.deadline = time.Now().Add(c.o.HandlerTimeout)
+		slot, err := c.acquireSlot(graceful)
+		if err != nil {
+			c.release(permit)
+			return errStopping
 		}
+		// The work of the delivery gets its whole time from here, after any
+		// wait for the breaker or for a slot.
+		d.deadline = time.Now().Add(c.o.HandlerTimeout)
 		err = c.deliver(hard, d, read)
+		ce := classify.Of(err)
 		if err != nil && hard.Err() != nil {
+			c.releaseSlot(slot, ce, true)
 			c.release(permit)
 			return fmt.Errorf("%w: %w", errStopping, err)
 		}
+		c.releaseSlot(slot, ce, false)
 		if c.breaker == nil {
 			return err
 		}
-		ce := classify.Of(err)
 		outage := ce != nil && ce.Class == classify.Transient
 		c.breaker.Done(permit, outage)
-		if !outage || (!permit.Probe() && c.breaker.State() == breaker.Closed) {
+		if !outage || (!permit.Probe() && c.breaker.State() == breaker.Closed) || c.expired(d.md) {
 			return err
 		}
 		c.m.failed(ce)
@@ -153,10 +165,10 @@ func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, r
 }
 
 // deliver calls the sink within the delivery's deadline; a panic becomes a
-// transient failure of this read. When the sink bounds each call itself and
-// nothing else ate into the deadline, no timer of our own is needed.
+// transient failure of this read. When the sink bounds each call itself
+// within the handler timeout, no timer of our own is needed.
 func (c *Consumer) deliver(ctx context.Context, d *delivery, read meter.Read) (err error) {
-	if !c.sinkBounded || d.md.NumDelivered > 1 {
+	if !c.sinkBounded {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d.deadline)
 		defer cancel()
@@ -189,18 +201,20 @@ func traceParent(h nats.Header) string {
 
 // retryLater holds the read for delay, then NAKs it for redelivery.
 func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Error, delay time.Duration) {
-	c.hold(d.msg, delay)
+	c.hold(d.msg, delay, true)
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
 	c.naks.line(ctx, slog.LevelWarn, "nak", ce.Cause, c.attrs(d, ce, delay))
 }
 
-func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration) {
+// hold holds msg for delay, then NAKs it; a retry of the downstream call
+// also waits for the retry budget.
+func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration, retry bool) {
 	if c.o.ServerSideDelay {
 		c.settleError("nak", msg.NakWithDelay(delay))
 		return
 	}
-	c.delayer.hold(msg, delay)
+	c.delayer.hold(msg, delay, retry)
 }
 
 // handBack returns a read to the server without charging it an attempt:

@@ -29,6 +29,9 @@ type Metrics struct {
 	dlqRejections   prometheus.Counter
 	handBacks       prometheus.Counter
 	recordErrors    *prometheus.CounterVec
+	limit           prometheus.Gauge
+	rejected        *prometheus.CounterVec
+	retries         *prometheus.CounterVec
 	settleErrors    *prometheus.CounterVec
 	panics          prometheus.Counter
 	retryDelay      prometheus.Histogram
@@ -44,6 +47,7 @@ type Metrics struct {
 	durAck, durNak, durTerm      prometheus.Observer
 	failTransient, failPermanent map[classify.Cause]prometheus.Counter
 	dlPermanent, dlExhausted     prometheus.Counter
+	dlExpired                    prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg and initialises every label value,
@@ -80,6 +84,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: ns, Name: "record_errors_total",
 			Help: "Reads or writes of a read's record (hand-backs, dead-letter decision) that failed, by op (get, put).",
 		}, []string{"op"}),
+		limit: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "concurrency_limit",
+			Help: "Calls this replica may have in flight to the downstream now: the adaptive limit, or consumer.concurrency when it is off.",
+		}),
+		rejected: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "downstream_rejected_total",
+			Help: "Calls the downstream shed (503, 429), by cause: signs of overload that lower the concurrency limit.",
+		}, []string{"cause"}),
+		retries: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "retries_total",
+			Help: "Retries due, by budget: spent (released to the server) or denied (over the retry budget: held again, not charged; a read may be denied more than once).",
+		}, []string{"budget"}),
 		settleErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "settle_errors_total",
 			Help: "Ack, NAK, TERM or in-progress signals that could not be sent, by operation.",
@@ -137,6 +153,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.dlPermanent = m.deadLetters.WithLabelValues(string(dlq.ReasonPermanent))
 	m.dlExhausted = m.deadLetters.WithLabelValues(string(dlq.ReasonExhausted))
+	m.dlExpired = m.deadLetters.WithLabelValues(string(dlq.ReasonExpired))
+	m.rejected.WithLabelValues(string(classify.CauseHTTP503))
+	m.rejected.WithLabelValues(string(classify.CauseRateLimited))
+	m.retries.WithLabelValues("spent")
+	m.retries.WithLabelValues("denied")
 	m.recordErrors.WithLabelValues("get")
 	m.recordErrors.WithLabelValues("put")
 	for _, op := range []string{"ack", "nak", "term", "in_progress"} {
@@ -177,9 +198,12 @@ func (m *Metrics) failed(e *classify.Error) {
 }
 
 func (m *Metrics) deadLettered(r dlq.Reason) {
-	if r == dlq.ReasonPermanent {
+	switch r {
+	case dlq.ReasonPermanent:
 		m.dlPermanent.Inc()
-		return
+	case dlq.ReasonExpired:
+		m.dlExpired.Inc()
+	default:
+		m.dlExhausted.Inc()
 	}
-	m.dlExhausted.Inc()
 }

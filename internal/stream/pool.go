@@ -8,30 +8,31 @@ import (
 )
 
 // workers is the pool that handles reads: Concurrency goroutines, each with
-// its keep-alive slot, taking pulled reads from work and parked reads, one
-// per token, from unparked.
+// its keep-alive slot, taking parked reads first, then pulled reads from
+// work. A worker that takes a parked read while more are parked wakes
+// another, so that a park emptied at once keeps every idle worker busy.
 type workers struct {
-	work     chan jetstream.Msg
-	unparked chan struct{}
-	quit     chan struct{}
-	wg       sync.WaitGroup
+	work chan jetstream.Msg
+	quit chan struct{}
+	wg   sync.WaitGroup
 }
 
 // startWorkers starts the pool; graceful and hard are handle's contexts.
 func (c *Consumer) startWorkers(graceful, hard context.Context) *workers {
-	w := &workers{work: make(chan jetstream.Msg), unparked: make(chan struct{}), quit: make(chan struct{})}
+	w := &workers{work: make(chan jetstream.Msg), quit: make(chan struct{})}
 	for _, s := range c.keepers.slots {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
 			for {
+				if msg, ok := c.delayer.takeParked(); ok {
+					c.handle(graceful, hard, msg, s)
+					continue
+				}
 				select {
 				case msg := <-w.work:
 					c.handle(graceful, hard, msg, s)
-				case <-w.unparked:
-					if msg, ok := c.delayer.takeParked(); ok {
-						c.handle(graceful, hard, msg, s)
-					}
+				case <-c.delayer.wakeWorker:
 				case <-w.quit:
 					return
 				}

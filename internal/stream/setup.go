@@ -112,7 +112,7 @@ func (t Topology) StreamConfig() jetstream.StreamConfig {
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
 		MaxAge:      t.MaxAge,
-		MaxBytes:    limit(t.MaxBytes),
+		MaxBytes:    bytesLimit(t.MaxBytes),
 		Replicas:    max(t.Replicas, 1),
 		Duplicates:  10 * time.Minute, // also guards dead-letter replays (replay:<dlq>:<seq>)
 	}
@@ -133,7 +133,7 @@ func (t Topology) DLQStreamConfig() jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew,
-		MaxBytes:    limit(t.DLQMaxBytes),
+		MaxBytes:    bytesLimit(t.DLQMaxBytes),
 		Replicas:    max(t.Replicas, 1),
 		Duplicates:  dup,
 	}
@@ -156,7 +156,7 @@ func (t Topology) RecordsConfig() jetstream.KeyValueConfig {
 	}
 }
 
-func limit(n int64) int64 {
+func bytesLimit(n int64) int64 {
 	if n <= 0 {
 		return -1
 	}

@@ -1,0 +1,89 @@
+package budget
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Options configures a Budget.
+type Options struct {
+	Ratio        float64       // retries per first attempt over the window (default 0.1)
+	MinPerSecond float64       // retries allowed however few the first attempts (default 1)
+	Window       time.Duration // the sliding window (default 10s)
+	Now          func() time.Time
+}
+
+const slots = 10
+
+// Budget counts first attempts and retries over a sliding window of ten
+// slots and allows a retry while retries stay within the budget.
+type Budget struct {
+	o     Options
+	mu    sync.Mutex
+	slots [slots]slot
+}
+
+type slot struct {
+	epoch           int64
+	firsts, retries float64
+}
+
+// New builds a Budget.
+func New(o Options) (*Budget, error) {
+	if o.Ratio == 0 {
+		o.Ratio = 0.1
+	}
+	if o.MinPerSecond == 0 {
+		o.MinPerSecond = 1
+	}
+	if o.Window <= 0 {
+		o.Window = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Ratio < 0 || o.MinPerSecond < 0 {
+		return nil, fmt.Errorf("budget: ratio (%v) and min per second (%v) must be >= 0", o.Ratio, o.MinPerSecond)
+	}
+	return &Budget{o: o}, nil
+}
+
+func (b *Budget) width() int64 { return max(int64(b.o.Window/slots), 1) }
+
+// current returns the slot of now, emptied if it held an older epoch. Locked.
+func (b *Budget) current(now time.Time) *slot {
+	e := now.UnixNano() / b.width()
+	s := &b.slots[e%slots]
+	if s.epoch != e {
+		*s = slot{epoch: e}
+	}
+	return s
+}
+
+// First records a first attempt.
+func (b *Budget) First() {
+	b.mu.Lock()
+	b.current(b.o.Now()).firsts++
+	b.mu.Unlock()
+}
+
+// Allow spends a retry if the budget has one, and reports whether it did.
+func (b *Budget) Allow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.o.Now()
+	e := now.UnixNano() / b.width()
+	var firsts, retries float64
+	for _, s := range b.slots {
+		if e-s.epoch < slots {
+			firsts += s.firsts
+			retries += s.retries
+		}
+	}
+	if retries+1 > b.o.Ratio*firsts+b.o.MinPerSecond*b.o.Window.Seconds() {
+		return false
+	}
+	b.current(now).retries++
+	return true
+}

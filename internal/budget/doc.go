@@ -1,0 +1,14 @@
+// Package budget is a client retry budget: over a sliding window, retries
+// may add at most a share (Ratio, 10% by default, as the SRE book's client
+// retry budget) of the first attempts, plus a small allowance of MinPerSecond
+// so that a quiet replica can still retry (Finagle's RetryBudget and tower's
+// Budget have the same floor).
+//
+// When most calls fail, per-read backoff alone still lets every read retry:
+// the load on a struggling engine is the first attempts times the attempt
+// budget. A retry budget caps it at (1 + Ratio) times the first attempts,
+// whatever the failure rate. A retry over the budget is not thrown away: the
+// caller holds it and asks again later.
+//
+// A Budget is safe for concurrent use.
+package budget
