@@ -29,7 +29,7 @@ func TestNakLinesAreSummarisedUnderAStorm(t *testing.T) {
 	}
 	n.flush()
 	n.line(ctx, slog.LevelWarn, "nak", classify.CauseHTTP503, nil) // a new interval logs again
-	n.flush()                                                     // nothing suppressed: no summary
+	n.flush()                                                      // nothing suppressed: no summary
 
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, NakLines+2)
