@@ -88,6 +88,15 @@ type Retry struct {
 	Cap           time.Duration `yaml:"cap"`
 	MaxAttempts   int           `yaml:"max_attempts"`
 	MaxServerWait time.Duration `yaml:"max_server_wait"`
+	// BudgetPercent bounds retries to this share of the first attempts
+	// over 10s (0 turns the retry budget off); BudgetMinPerSecond is the
+	// floor a quiet replica may always retry at.
+	BudgetPercent      int `yaml:"budget_percent"`
+	BudgetMinPerSecond int `yaml:"budget_min_per_second"`
+	// MaxReadAge is the time budget: past this age (from its stream
+	// timestamp) a read that fails transiently is dead-lettered with reason
+	// expired instead of retried. 0 turns it off.
+	MaxReadAge time.Duration `yaml:"max_read_age"`
 }
 
 // Policy returns the settings as a [retry.Policy].
@@ -125,6 +134,9 @@ type Downstream struct {
 	URL               string        `yaml:"url"`
 	Timeout           time.Duration `yaml:"timeout"`
 	PermanentStatuses []int         `yaml:"permanent_statuses"`
+	// Adaptive adapts the calls in flight to the rate engine's capacity,
+	// up to consumer.concurrency.
+	Adaptive bool `yaml:"adaptive"`
 	// TokenFile is a path to a file holding the bearer token; the token
 	// itself is never a setting.
 	TokenFile string `yaml:"token_file"`
@@ -188,6 +200,9 @@ func Default() Config {
 			Cap:           30 * time.Second,
 			MaxAttempts:   6,
 			MaxServerWait: 5 * time.Minute,
+
+			BudgetPercent:      10,
+			BudgetMinPerSecond: 5,
 		},
 		Breaker: Breaker{
 			Enabled:        true,
@@ -207,6 +222,7 @@ func Default() Config {
 		Downstream: Downstream{
 			Timeout:           5 * time.Second,
 			PermanentStatuses: []int{400, 404, 405, 410, 413, 414, 415, 422},
+			Adaptive:          true,
 			ReloadInterval:    downstream.DefaultReloadInterval,
 		},
 		HTTP:     HTTP{Addr: ":8080"},

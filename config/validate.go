@@ -201,6 +201,15 @@ func (c Config) validateRetry(p *problems) {
 	if r.MaxAttempts < 1 {
 		p.addf("retry.max_attempts (%d) must be >= 1", r.MaxAttempts)
 	}
+	if r.BudgetPercent < 0 || r.BudgetPercent > 100 {
+		p.addf("retry.budget_percent (%d) must be 0 (off) to 100", r.BudgetPercent)
+	}
+	if r.BudgetMinPerSecond < 0 {
+		p.addf("retry.budget_min_per_second (%d) must be >= 0", r.BudgetMinPerSecond)
+	}
+	if r.MaxReadAge < 0 {
+		p.addf("retry.max_read_age (%s) must be >= 0 (0: off)", r.MaxReadAge)
+	}
 	if r.MaxServerWait < 0 {
 		p.addf("retry.max_server_wait (%s) must be >= 0 (0 ignores Retry-After)", r.MaxServerWait)
 	}

@@ -222,6 +222,9 @@ func TestDashboardPanels(t *testing.T) {
 		{"Oldest unsettled read", "timeseries", []string{"meter_consumer_oldest_unacked_age_seconds{", "meter_consumer_stream_max_age_seconds{"}},
 		{"Stream usage", "timeseries", []string{"meter_consumer_stream_messages{", "meter_consumer_stream_max_messages{", "meter_consumer_stream_bytes{", "meter_consumer_stream_max_bytes{"}},
 		{"Resident memory by replica", "timeseries", []string{"process_resident_memory_bytes{"}},
+		{"Concurrency limit by replica", "timeseries", []string{"meter_consumer_concurrency_limit{", "by (pod)"}},
+		{"Calls shed by the engine", "timeseries", []string{"meter_consumer_downstream_rejected_total{", "by (cause)"}},
+		{"Retries spent and denied", "timeseries", []string{"meter_consumer_retries_total{", "by (budget)"}},
 	}
 	for _, w := range want {
 		p, ok := byTitle[w.title]

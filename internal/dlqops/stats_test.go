@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/dlqops"
 )
 
@@ -76,4 +77,16 @@ permanent  http_422  2
 	e.out.Reset()
 	require.NoError(t, e.ops.Stats(t.Context(), dlqops.Filter{Cause: "nope"}, false))
 	assert.Equal(t, "no dead-lettered reads in METER_READS_DLQ match\n", e.out.String())
+}
+
+// Reads that missed their time budget are counted under their own reason.
+func TestStatsCountExpiredReads(t *testing.T) {
+	rs := append(reads(), read{subject: "meter.reads.north", reason: dlq.ReasonExpired, cause: "http_503", seq: 106,
+		ago: time.Minute, err: "downstream answered 503", data: payload("MTR-6")})
+	e := newEnv(t, rs...)
+	s, err := e.ops.CollectStats(t.Context(), dlqops.Filter{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"permanent": 3, "exhausted": 2, "expired": 1}, s.ByReason)
+	require.NoError(t, e.ops.Stats(t.Context(), dlqops.Filter{Reason: "expired"}, false))
+	assert.Contains(t, e.out.String(), "expired")
 }

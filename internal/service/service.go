@@ -17,10 +17,12 @@ import (
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/lag"
+	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
@@ -121,6 +123,10 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 	defer stopSink()
+	lim, budg, err := loadControls(cfg, rnd)
+	if err != nil {
+		return err
+	}
 	consumer, err := stream.New(stream.Options{
 		Policy:          cfg.Retry.Policy(),
 		Concurrency:     cfg.Consumer.Concurrency,
@@ -137,6 +143,9 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Logger:           log,
 		Rand:             rnd,
 		Breaker:          breakerOptions(cfg.Breaker),
+		Limiter:          lim,
+		Budget:           budg,
+		MaxReadAge:       cfg.Retry.MaxReadAge,
 	})
 	if err != nil {
 		return err
@@ -313,6 +322,23 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string
 		_ = srv.Shutdown(ctx)
 		wg.Wait()
 	}, nil
+}
+
+// loadControls builds the adaptive concurrency limit and the retry budget
+// the configuration asks for (nil when off).
+func loadControls(cfg config.Config, rnd retry.Source) (*limit.Limiter, *budget.Budget, error) {
+	var lim *limit.Limiter
+	if cfg.Downstream.Adaptive {
+		var err error
+		if lim, err = limit.New(limit.Options{Max: cfg.Consumer.Concurrency, Rand: rnd}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.Retry.BudgetPercent == 0 {
+		return lim, nil, nil
+	}
+	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond)})
+	return lim, b, err
 }
 
 // breakerOptions turns the breaker section into options (nil: disabled).
