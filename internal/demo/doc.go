@@ -19,13 +19,21 @@
 //
 // # Rate engine
 //
-// RateEngine is an http.Handler. It answers 400 to anything but a POST of
-// valid JSON with Content-Type application/json and an Idempotency-Key
-// header. A key already billed answers 200 again without billing twice.
-// Otherwise it draws an outcome: 200 (billed), 503, 429 with Retry-After, a
-// slow 200, or 422 with a JSON error body. StartRateEngine serves it on
-// "/reads" until its context ends, then shuts down gracefully. The engine
-// remembers every billed key for its lifetime, which is fine for a demo.
+// RateEngine is an http.Handler built on enginetest.Engine, so it has a
+// capacity like a real one: Servers calls served in parallel, each for about
+// ServiceTime, Queue more waiting for a server (the wait is in their
+// latency), and the rest shed at once with 503, or 429 for a share, some with
+// Retry-After (by default 8 servers of 40ms and a queue of 16: 200 reads a
+// second, ten times the head-end's rate; publish faster, or drain a backlog
+// at full concurrency, and it sheds). It answers 400 to anything but a POST
+// of valid JSON with Content-Type application/json and an Idempotency-Key
+// header. A served call for a key already billed answers 200 again without
+// billing twice. Otherwise it draws an outcome from the seed, the key and the
+// call's number: 200 (billed), 503, 429 with Retry-After, a slow 200 (slow on
+// the way back: it holds no server), or 422. StartRateEngine serves it on
+// "/reads" until its context ends, then shuts down gracefully; it logs the
+// capacity at the start and a warning for every 10s in which calls were shed.
+// The engine remembers every call for its lifetime, which is fine for a demo.
 //
 // # Errors
 //
@@ -39,7 +47,8 @@
 //
 // A HeadEnd runs one Run at a time (a second concurrent Run is refused) and
 // is the only user of its Rand while running; Published and Failed are safe
-// to call from any goroutine. RateEngine is safe for concurrent requests: its
-// Rand, billed keys and counters are guarded by a mutex. Every goroutine the
-// package starts stops when its context ends and is waited for.
+// to call from any goroutine. RateEngine is safe for concurrent requests and
+// its methods for any goroutine; NewRateEngine takes its draws from its Rand
+// and keeps it no longer. Every goroutine the package starts stops when its
+// context ends and is waited for.
 package demo

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/enginetest"
 )
 
 // Defaults of RateEngineOptions.
@@ -18,13 +20,28 @@ const (
 	DefaultUnprocessablePercent = 3
 	DefaultSlowDelay            = 1500 * time.Millisecond
 	DefaultRetryAfter           = "1"
+
+	// The capacity: 8 servers of 40ms serve 200 reads a second, about ten
+	// times what the head-end publishes; 16 more wait in the queue.
+	DefaultServers     = 8
+	DefaultServiceTime = 40 * time.Millisecond
+	DefaultQueue       = 16
 )
+
+// DefaultShedding answers a call past the queue 503, or 429 for a quarter of
+// them, a fifth of them with Retry-After: 1.
+var DefaultShedding = enginetest.Shedding{TooManyShare: 0.25, RetryAfterShare: 0.2, RetryAfter: time.Second}
+
+// serviceJitter spreads each service time over ±25% of ServiceTime.
+const serviceJitter = 0.25
 
 // RateEngineOptions configures a RateEngine. When all five percentages are
 // zero the defaults 82/7/4/4/3 apply; otherwise each must be in [0, 100] and
-// they must add up to 100.
+// they must add up to 100. They are the outcomes of the calls the engine
+// serves; past its capacity, it sheds calls before they are drawn.
 type RateEngineOptions struct {
-	// Rand draws the outcomes; the engine guards it with a mutex.
+	// Rand seeds every draw: the outcomes, the shedding and the service
+	// times. NewRateEngine takes its draws from it and keeps it no longer.
 	Rand *rand.Rand
 
 	OKPercent            int // 200, the read is billed
@@ -37,6 +54,15 @@ type RateEngineOptions struct {
 	SlowDelay time.Duration
 	// RetryAfter is the Retry-After value sent with 429 (default "1").
 	RetryAfter string
+
+	// Servers serve calls in parallel, each for about ServiceTime (±25%);
+	// Queue more wait for a server, and the rest are shed as Shedding says.
+	// The capacity is Servers/ServiceTime reads a second. Zero values take
+	// DefaultServers, DefaultServiceTime, DefaultQueue and DefaultShedding.
+	Servers     int
+	ServiceTime time.Duration
+	Queue       int
+	Shedding    enginetest.Shedding
 	// Logger receives one debug record per request (default: discarded).
 	Logger *slog.Logger
 }
@@ -59,6 +85,18 @@ func (o RateEngineOptions) withDefaults() (RateEngineOptions, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Servers == 0 {
+		o.Servers = DefaultServers
+	}
+	if o.ServiceTime == 0 {
+		o.ServiceTime = DefaultServiceTime
+	}
+	if o.Queue == 0 {
+		o.Queue = DefaultQueue
+	}
+	if o.Shedding == (enginetest.Shedding{}) {
+		o.Shedding = DefaultShedding
 	}
 
 	var errs []error

@@ -1,21 +1,17 @@
 package demo
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
-	"log/slog"
-	"mime"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"net/http"
-	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/enginetest"
 )
 
-// maxBodySize is the largest request body the rate engine reads.
-const maxBodySize = 1 << 20
-
-// outcome is the answer drawn for a request not billed before.
+// outcome is the answer drawn for a call not billed before.
 type outcome int
 
 const (
@@ -30,21 +26,27 @@ const (
 type RateEngineStats struct {
 	Billed        int64 // keys billed (200, including slow ones)
 	Duplicates    int64 // 200 for a key already billed
-	Unavailable   int64 // 503
-	RateLimited   int64 // 429
+	Unavailable   int64 // 503, drawn or shed
+	RateLimited   int64 // 429, drawn or shed
 	Slow          int64 // slow responses started
 	Unprocessable int64 // 422
 	BadRequests   int64 // 400
+	Shed          int64 // answered at once past the capacity (503 or 429)
 }
 
-// RateEngine simulates the billing rate engine. It is an http.Handler and
+// RateEngine simulates the billing rate engine: an enginetest.Engine with a
+// capacity, whose served calls draw their outcome. It is an http.Handler and
 // is safe for concurrent requests.
 type RateEngine struct {
-	opts RateEngineOptions
+	opts   RateEngineOptions
+	engine *enginetest.Engine
+	seed   uint64
 
-	mu     sync.Mutex // guards opts.Rand, billed and stats
-	billed map[string]struct{}
-	stats  RateEngineStats
+	retryAfter    http.Header
+	unavailable   atomic.Int64
+	rateLimited   atomic.Int64
+	slow          atomic.Int64
+	unprocessable atomic.Int64
 }
 
 // NewRateEngine validates o, fills its defaults and returns the engine. A
@@ -54,126 +56,90 @@ func NewRateEngine(o RateEngineOptions) (*RateEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RateEngine{opts: o, billed: make(map[string]struct{})}, nil
+	re := &RateEngine{opts: o, seed: o.Rand.Uint64(), retryAfter: http.Header{"Retry-After": {o.RetryAfter}}}
+	re.engine, err = enginetest.New(enginetest.Options{
+		Servers:     o.Servers,
+		ServiceTime: o.ServiceTime,
+		Jitter:      serviceJitter,
+		Queue:       o.Queue,
+		Shedding:    o.Shedding,
+		Rand:        o.Rand,
+		Answer:      re.answer,
+		Delay:       re.delay,
+		Check:       enginetest.CheckJSON,
+		Logger:      o.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: rate engine: %w", ErrConfig, err)
+	}
+	return re, nil
+}
+
+// Engine returns the engine underneath: its capacity, its knobs (servers,
+// queue, service time, shedding) and its records.
+func (re *RateEngine) Engine() *enginetest.Engine {
+	return re.engine
 }
 
 // Stats returns a snapshot of the counters.
 func (re *RateEngine) Stats() RateEngineStats {
-	re.mu.Lock()
-	defer re.mu.Unlock()
-	return re.stats
+	st := re.engine.Stats()
+	return RateEngineStats{
+		Billed:        st.Billed,
+		Duplicates:    st.Duplicates,
+		Unavailable:   re.unavailable.Load() + st.ShedUnavailable,
+		RateLimited:   re.rateLimited.Load() + st.ShedTooMany,
+		Slow:          re.slow.Load(),
+		Unprocessable: re.unprocessable.Load(),
+		BadRequests:   st.BadRequests,
+		Shed:          st.Shed,
+	}
 }
 
-// ServeHTTP answers one posted read.
+// ServeHTTP answers one posted read: 400 unless it is a POST of JSON with an
+// Idempotency-Key; shed at once past the capacity; otherwise, once served,
+// 200 for a key already billed, or the outcome drawn.
 func (re *RateEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key, reason := re.check(w, r)
-	if reason != "" {
-		re.mu.Lock()
-		re.stats.BadRequests++
-		re.mu.Unlock()
-		re.log(r, key, http.StatusBadRequest, reason)
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": reason})
-		return
-	}
+	re.engine.ServeHTTP(w, r)
+}
 
-	re.mu.Lock()
-	if _, ok := re.billed[key]; ok {
-		re.stats.Duplicates++
-		re.mu.Unlock()
-		re.log(r, key, http.StatusOK, "duplicate")
-		writeJSON(w, http.StatusOK, map[string]string{"status": "duplicate"})
-		return
+// delay makes a call drawn slow wait SlowDelay once served; it holds no
+// server meanwhile.
+func (re *RateEngine) delay(key string, n int) time.Duration {
+	if re.engine.Billed(key) || re.draw(key, n) != outcomeSlow {
+		return 0
 	}
-	out := re.draw()
-	switch out {
-	case outcomeOK:
-		re.billed[key] = struct{}{}
-		re.stats.Billed++
+	re.slow.Add(1)
+	return re.opts.SlowDelay
+}
+
+// answer is a served call's answer: 200 for a key already billed, else the
+// outcome drawn.
+func (re *RateEngine) answer(key string, n int) (int, http.Header) {
+	if re.engine.Billed(key) {
+		return http.StatusOK, nil // a duplicate
+	}
+	switch re.draw(key, n) {
 	case outcomeUnavailable:
-		re.stats.Unavailable++
+		re.unavailable.Add(1)
+		return http.StatusServiceUnavailable, nil
 	case outcomeRateLimited:
-		re.stats.RateLimited++
-	case outcomeSlow:
-		re.stats.Slow++
+		re.rateLimited.Add(1)
+		return http.StatusTooManyRequests, re.retryAfter
 	case outcomeUnprocessable:
-		re.stats.Unprocessable++
+		re.unprocessable.Add(1)
+		return http.StatusUnprocessableEntity, nil
 	}
-	re.mu.Unlock()
-
-	switch out {
-	case outcomeOK:
-		re.log(r, key, http.StatusOK, "billed")
-		writeJSON(w, http.StatusOK, map[string]string{"status": "billed"})
-	case outcomeUnavailable:
-		re.log(r, key, http.StatusServiceUnavailable, "unavailable")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "rate engine unavailable"})
-	case outcomeRateLimited:
-		re.log(r, key, http.StatusTooManyRequests, "rate limited")
-		w.Header().Set("Retry-After", re.opts.RetryAfter)
-		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "rate limited"})
-	case outcomeSlow:
-		re.slow(w, r, key)
-	case outcomeUnprocessable:
-		re.log(r, key, http.StatusUnprocessableEntity, "unprocessable")
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "no tariff for this meter"})
-	}
+	return http.StatusOK, nil
 }
 
-// slow waits SlowDelay, then bills the key and answers 200. If the request
-// ends first, nothing is billed and the answer is 503 (the client has gone
-// or the server is stopping; either way the read must be posted again).
-func (re *RateEngine) slow(w http.ResponseWriter, r *http.Request, key string) {
-	t := time.NewTimer(re.opts.SlowDelay)
-	defer t.Stop()
-	select {
-	case <-r.Context().Done():
-		re.log(r, key, http.StatusServiceUnavailable, "slow request cancelled")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "request cancelled"})
-		return
-	case <-t.C:
-	}
-
-	re.mu.Lock()
-	status := "billed"
-	if _, ok := re.billed[key]; ok {
-		re.stats.Duplicates++
-		status = "duplicate"
-	} else {
-		re.billed[key] = struct{}{}
-		re.stats.Billed++
-	}
-	re.mu.Unlock()
-	re.log(r, key, http.StatusOK, "slow, "+status)
-	writeJSON(w, http.StatusOK, map[string]string{"status": status})
-}
-
-// check returns the request's idempotency key, or the reason it is a bad
-// request.
-func (re *RateEngine) check(w http.ResponseWriter, r *http.Request) (key, reason string) {
-	if r.Method != http.MethodPost {
-		return "", "method " + r.Method + " is not POST"
-	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return "", "Content-Type is not application/json"
-	}
-	key = strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	if key == "" {
-		return "", "Idempotency-Key header is missing"
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		return key, "reading body: " + err.Error()
-	}
-	if !json.Valid(body) {
-		return key, "body is not JSON"
-	}
-	return key, ""
-}
-
-// draw picks the outcome of a request; the caller holds re.mu.
-func (re *RateEngine) draw() outcome {
-	n := re.opts.Rand.IntN(100)
+// draw picks the outcome of the n-th call of key. It is a function of the
+// engine's seed, the key and n, so that delay and answer draw the same, and
+// a given seed gives the same outcomes whatever the order of the calls.
+func (re *RateEngine) draw(key string, n int) outcome {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	p := rand.New(rand.NewPCG(re.seed, h.Sum64()+uint64(n))).IntN(100)
 	for _, c := range []struct {
 		percent int
 		out     outcome
@@ -183,28 +149,10 @@ func (re *RateEngine) draw() outcome {
 		{re.opts.RateLimitedPercent, outcomeRateLimited},
 		{re.opts.SlowPercent, outcomeSlow},
 	} {
-		if n < c.percent {
+		if p < c.percent {
 			return c.out
 		}
-		n -= c.percent
+		p -= c.percent
 	}
 	return outcomeUnprocessable
-}
-
-func (re *RateEngine) log(r *http.Request, key string, status int, what string) {
-	re.opts.Logger.LogAttrs(r.Context(), slog.LevelDebug, "rate engine answered",
-		slog.String("idempotency_key", key), slog.Int("status", status), slog.String("outcome", what))
-}
-
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, errors.New("no body")
-	}
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodySize))
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/demo"
+	"github.com/meterline/meter-consumer/internal/enginetest"
 )
 
 const readBody = `{"meter_id":"MTR-00042","read_at":"2026-11-30T07:00:00+01:00","quantity":"1234.567","unit":"kWh"}`
@@ -41,6 +42,9 @@ func newEngine(t *testing.T, o demo.RateEngineOptions) *demo.RateEngine {
 	if o.Logger == nil {
 		o.Logger = testLogger(t)
 	}
+	if o.ServiceTime == 0 {
+		o.ServiceTime = time.Microsecond
+	}
 	re, err := demo.NewRateEngine(o)
 	require.NoError(t, err)
 	return re
@@ -49,8 +53,9 @@ func newEngine(t *testing.T, o demo.RateEngineOptions) *demo.RateEngine {
 func TestRateEngineOutcomeDistribution(t *testing.T) {
 	const n = 2000
 	re, err := demo.NewRateEngine(demo.RateEngineOptions{
-		Rand:      rand.New(rand.NewPCG(2026, 11)),
-		SlowDelay: time.Millisecond,
+		Rand:        rand.New(rand.NewPCG(2026, 11)),
+		SlowDelay:   time.Millisecond,
+		ServiceTime: time.Microsecond,
 	})
 	require.NoError(t, err)
 
@@ -62,7 +67,7 @@ func TestRateEngineOutcomeDistribution(t *testing.T) {
 		case http.StatusTooManyRequests:
 			require.Equal(t, "1", rec.Header().Get("Retry-After"))
 		case http.StatusUnprocessableEntity:
-			require.JSONEq(t, `{"error":"no tariff for this meter"}`, rec.Body.String())
+			require.JSONEq(t, `{"error":"unprocessable entity"}`, rec.Body.String())
 		}
 	}
 
@@ -236,6 +241,11 @@ func TestNewRateEngineValidation(t *testing.T) {
 		{"negative", demo.RateEngineOptions{Rand: r, OKPercent: 110, UnavailablePercent: -10}, "UnavailablePercent -10"},
 		{"negative slow delay", demo.RateEngineOptions{Rand: r, OKPercent: 100, SlowDelay: -time.Second}, "SlowDelay"},
 		{"header injection", demo.RateEngineOptions{Rand: r, OKPercent: 100, RetryAfter: "1\r\nX: y"}, "RetryAfter"},
+		{"a capacity", demo.RateEngineOptions{Rand: r, Servers: 2, ServiceTime: time.Millisecond, Queue: 3}, ""},
+		{"negative servers", demo.RateEngineOptions{Rand: r, Servers: -1}, "Servers -1"},
+		{"negative queue", demo.RateEngineOptions{Rand: r, Queue: -1}, "Queue -1"},
+		{"negative service time", demo.RateEngineOptions{Rand: r, ServiceTime: -time.Second}, "ServiceTime -1s"},
+		{"shedding share", demo.RateEngineOptions{Rand: r, Shedding: enginetest.Shedding{TooManyShare: 2}}, "TooManyShare 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,4 +267,39 @@ func TestRateEngineRetryAfterOption(t *testing.T) {
 	rec := serve(re, post(t.Context(), "k"))
 	require.Equal(t, http.StatusTooManyRequests, rec.Code)
 	assert.Equal(t, "7", rec.Header().Get("Retry-After"))
+}
+
+// By default the engine serves 200 reads a second: ten times the head-end's
+// rate, and less than a backlog drained at full concurrency asks for.
+func TestRateEngineDefaultCapacity(t *testing.T) {
+	re, err := demo.NewRateEngine(demo.RateEngineOptions{Rand: rand.New(rand.NewPCG(1, 1))})
+	require.NoError(t, err)
+	assert.InDelta(t, 200.0, re.Engine().Capacity(), 1e-9)
+}
+
+// Past its capacity the engine sheds a call at once, before any outcome is
+// drawn for it: 503, or 429 for a share, some with Retry-After.
+func TestRateEngineShedsPastItsCapacity(t *testing.T) {
+	re := newEngine(t, demo.RateEngineOptions{
+		OKPercent: 100, Servers: 1, Queue: 1, ServiceTime: time.Hour,
+		Shedding: enginetest.Shedding{TooManyShare: 1, RetryAfterShare: 1, RetryAfter: 3 * time.Second},
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() { serve(re, post(ctx, fmt.Sprintf("held-%d", i))) })
+	}
+	actx, acancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer acancel()
+	require.NoError(t, re.Engine().Await(actx, func(st enginetest.Stats) bool { return st.InSystem == 2 }))
+
+	rec := serve(re, post(t.Context(), "over"))
+	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, "3", rec.Header().Get("Retry-After"))
+	cancel()
+	wg.Wait()
+	st := re.Stats()
+	assert.EqualValues(t, 1, st.Shed)
+	assert.EqualValues(t, 1, st.RateLimited)
+	assert.Zero(t, st.Billed, "the held calls were given up: nothing billed")
 }

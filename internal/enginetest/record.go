@@ -1,0 +1,163 @@
+package enginetest
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Outcome is what became of one call.
+type Outcome uint8
+
+// Outcomes, in the order a call can reach them.
+const (
+	// Pending: the call waits in the queue, is being served, or is in its
+	// Delay.
+	Pending Outcome = iota
+	// Billed: answered 2xx, the first 2xx for its key.
+	Billed
+	// Duplicate: answered 2xx for a key already billed; it is not billed
+	// again.
+	Duplicate
+	// Refused: served, and answered a status other than 2xx by Answer.
+	Refused
+	// Shed: answered 503 or 429 at once, the servers busy and the queue
+	// full.
+	Shed
+	// Left: the client gave up while the call waited in the queue; it was
+	// never served.
+	Left
+	// Abandoned: the client gave up while the call was being served or in
+	// its Delay; it is not billed, and its server is freed only when its
+	// service time ends.
+	Abandoned
+)
+
+var outcomeNames = [...]string{"pending", "billed", "duplicate", "refused", "shed", "left", "abandoned"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Call is one call the engine took for a key.
+type Call struct {
+	N       int       // 1 for the key's first call
+	At      time.Time // when it arrived
+	Outcome Outcome
+	// Status is the status answered; 0 while Pending, and for Left and
+	// Abandoned (nobody was there to answer).
+	Status int
+	// Wait is the time it waited in the queue for a server.
+	Wait time.Duration
+	// Latency is from its arrival to its answer (wait, service and Delay)
+	// for a served call (Billed, Duplicate, Refused); 0 otherwise.
+	Latency time.Duration
+}
+
+// call is a Call as the engine keeps it: 32 bytes, times from the engine's
+// start.
+type call struct {
+	at, wait, latency time.Duration
+	status            int32
+	outcome           Outcome
+}
+
+// keyCalls is what the engine keeps of one key.
+type keyCalls struct {
+	billed bool
+	calls  []call
+}
+
+// Stats are the engine's totals, and its state at one instant.
+type Stats struct {
+	// Calls is every call taken: each valid request (a POST with an
+	// Idempotency-Key, that Check accepted), whatever became of it.
+	Calls int64
+	// BadRequests were answered 400 and are not calls.
+	BadRequests int64
+
+	// Served calls were answered after their service: Billed + Duplicates +
+	// Refused, and 2xx for keys Keep does not keep.
+	Served     int64
+	Billed     int64
+	Duplicates int64
+	Refused    int64
+
+	// Shed calls were answered at once: ShedUnavailable (503) + ShedTooMany
+	// (429). ShedRetryAfter of them carried Retry-After.
+	Shed            int64
+	ShedUnavailable int64
+	ShedTooMany     int64
+	ShedRetryAfter  int64
+
+	// Left calls were given up while queued, Abandoned ones while served.
+	Left      int64
+	Abandoned int64
+
+	// Busy servers and Queued calls now; InSystem is their sum, and
+	// MaxInSystem the most it has been.
+	Busy        int
+	Queued      int
+	InSystem    int
+	MaxInSystem int
+}
+
+// Latencies are the latencies of served calls, sorted.
+type Latencies []time.Duration
+
+// Quantile returns the q-quantile (q in [0, 1], e.g. 0.99) by the nearest
+// rank: the smallest latency that at least q of them do not exceed. It
+// returns 0 when there are none.
+func (l Latencies) Quantile(q float64) time.Duration {
+	if len(l) == 0 || math.IsNaN(q) {
+		return 0
+	}
+	rank := int(math.Ceil(q * float64(len(l))))
+	return l[min(max(rank, 1), len(l))-1]
+}
+
+// Window is the width of the windows Arrivals counts in.
+const Window = 100 * time.Millisecond
+
+// bucket is the resolution arrivals are kept at: PeakArrivals slides a
+// Window over them in steps of bucket.
+const bucket = 10 * time.Millisecond
+
+const bucketsPerWindow = int(Window / bucket)
+
+// arrivals counts calls per bucket since the engine's start.
+type arrivals []int32
+
+func (a *arrivals) add(since time.Duration) {
+	i := int(since / bucket)
+	if i >= len(*a) {
+		*a = slices.Grow(*a, i+1-len(*a))[:i+1]
+	}
+	(*a)[i]++
+}
+
+// windows sums the buckets per Window.
+func (a arrivals) windows() []int {
+	out := make([]int, (len(a)+bucketsPerWindow-1)/bucketsPerWindow)
+	for i, n := range a {
+		out[i/bucketsPerWindow] += int(n)
+	}
+	return out
+}
+
+// peak is the most calls in any Window, sliding in steps of bucket.
+func (a arrivals) peak() int {
+	best, sum := 0, 0
+	for i, n := range a {
+		sum += int(n)
+		if i >= bucketsPerWindow {
+			sum -= int(a[i-bucketsPerWindow])
+		}
+		best = max(best, sum)
+	}
+	return best
+}
