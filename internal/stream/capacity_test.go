@@ -1,0 +1,60 @@
+package stream_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/limit"
+)
+
+// Against an engine with a capacity (4 servers of 10ms, a queue of 4: 400
+// reads a second, 8 calls in the system at most), 32 workers calling at
+// once would be shed most of the time. The adaptive limit finds the
+// capacity: few calls shed, none dead-lettered. With the limit off the same
+// backlog is mostly shed.
+func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
+	run := func(t *testing.T, adaptive bool) enginetest.Stats {
+		e := newEnv(t, nil)
+		eng, err := enginetest.New(enginetest.Options{Servers: 4, ServiceTime: 10 * time.Millisecond, Queue: 4})
+		require.NoError(t, err)
+		srv := enginetest.NewServer(eng)
+		t.Cleanup(srv.Close)
+		o := e.options(81)
+		o.Concurrency = 32
+		o.Policy.MaxAttempts = 8
+		sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
+		require.NoError(t, err)
+		o.Sink = sink
+		if adaptive {
+			l, err := limit.New(limit.Options{Max: o.Concurrency})
+			require.NoError(t, err)
+			o.Limiter = l
+		}
+		const reads = 600
+		for i := range reads {
+			e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+		}
+		e.start(o)
+		e.settled(60 * time.Second)
+		s := eng.Stats()
+		t.Logf("adaptive=%v: %d calls, %d billed, %d shed (%.0f%%), in system at most %d, p99 latency %s, limit %v, %d dead-lettered",
+			adaptive, s.Calls, s.Billed, s.Shed, 100*float64(s.Shed)/float64(s.Calls), s.MaxInSystem,
+			eng.Latencies().Quantile(0.99), testutil.ToFloat64(counterGauge(t, e, "meter_consumer_concurrency_limit")), len(e.deadLetters()))
+		if adaptive {
+			assert.Empty(t, e.deadLetters(), "no read dead-lettered for the engine's overload")
+			assert.EqualValues(t, reads, s.Billed)
+		}
+		return s
+	}
+	with := run(t, true)
+	without := run(t, false)
+	assert.Less(t, float64(with.Shed), 0.1*float64(with.Calls), "with the limit, at most a tenth of the calls shed")
+	assert.Greater(t, float64(without.Shed), 0.5*float64(without.Calls), "without, most are")
+}
