@@ -65,9 +65,9 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 		c.copyFailed(ctx, d, reason, ce, err)
 		return
 	}
-	termReason := string(ce.Cause)
-	if reason == dlq.ReasonExhausted {
-		termReason = string(dlq.ReasonExhausted)
+	termReason := string(reason) // exhausted, expired
+	if reason == dlq.ReasonPermanent {
+		termReason = string(ce.Cause)
 	}
 	c.settleError("term", msg.TermWithReason(termReason))
 	c.m.deadLettered(reason)

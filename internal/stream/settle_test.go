@@ -41,6 +41,7 @@ func TestSettlementTable(t *testing.T) {
 		rec       Record
 		answer    error // the sink's; nil is a 2xx
 		cut       bool  // the stop's deadline ends during the call
+		old       bool  // published longer ago than the time budget
 		dlqErr    error
 		stored    bool // a copy is found in the dead-letter stream
 
@@ -78,6 +79,8 @@ func TestSettlementTable(t *testing.T) {
 			wantHeld: true, wantCalls: 1},
 		{name: "copy rejected", delivered: 1, answer: status(422), dlqErr: fmt.Errorf("%w: %w: too large", dlq.ErrPublish, dlq.ErrRejected),
 			wantHeld: true, wantCalls: 1},
+		{name: "transient past the read's time budget", delivered: 1, answer: status(503), old: true,
+			want: []string{"term expired"}, wantCalls: 1, wantCopy: "expired http_503"},
 		{name: "cut by the stop's deadline", delivered: 1, cut: true,
 			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{HandBacks: 1}},
 		{name: "cut by the stop's deadline at the last attempt", delivered: 3, rec: Record{HandBacks: 1}, cut: true,
@@ -90,6 +93,10 @@ func TestSettlementTable(t *testing.T) {
 				data = tt.data
 			}
 			msg := newFakeMsg(data, tt.delivered)
+			maxAge := time.Duration(0)
+			if tt.old {
+				maxAge = time.Hour // the fake's stream timestamp is 2026-11-30T07:00:00Z
+			}
 			recs := &memRecords{}
 			if tt.rec != (Record{}) {
 				require.NoError(t, recs.Put(t.Context(), 42, tt.rec))
@@ -115,7 +122,7 @@ func TestSettlementTable(t *testing.T) {
 				Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 				Sink:   sink, DeadLetter: dl, Records: recs, Metrics: NewMetrics(reg),
 				HandlerTimeout: time.Second, AckWait: 5 * time.Second, DeadLetterWindow: 20 * time.Minute,
-				Rand: retry.NewRand(1),
+				Rand: retry.NewRand(1), MaxReadAge: maxAge,
 			})
 			require.NoError(t, err)
 
