@@ -1,8 +1,6 @@
 package deploy_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,15 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 // TestRealScrape runs the real binary in demo mode (an embedded NATS server,
@@ -37,16 +34,17 @@ func TestRealScrape(t *testing.T) {
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
 	dir := t.TempDir()
-	bin := buildConsumer(t, dir)
+	bin, err := proctest.Build(dir, false)
+	require.NoError(t, err)
 
 	httpAddr := "127.0.0.1:" + freePort(t)
-	consumer := start(t, "consumer", bin, cleanEnv(),
+	consumer := proctest.Start(t, "consumer", bin, nil,
 		"--demo", "--data-dir", filepath.Join(dir, "nats"),
 		"--nats-listen", "127.0.0.1:"+freePort(t), "--http-addr", httpAddr, "--log-format", "json")
 	require.Eventually(t, func() bool {
 		code, _ := get(t, "http://"+httpAddr+"/readyz")
 		return code == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "the consumer never became ready:\n%s", consumer.logs())
+	}, 30*time.Second, 100*time.Millisecond, "the consumer never became ready:\n%s", consumer.Output())
 
 	// The metrics page: clean for promtool, and holds every name we use.
 	code, body := get(t, "http://"+httpAddr+"/metrics")
@@ -84,18 +82,18 @@ scrape_configs:
       - targets: [%q]
         labels: {namespace: meter-test, pod: meter-consumer-0}
 `, alertsFile, httpAddr), 0o600))
-	prom := start(t, "prometheus", promBin, nil, "--config.file="+promCfg,
+	prom := proctest.Start(t, "prometheus", promBin, nil, "--config.file="+promCfg,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
 	api := "http://" + promAddr + "/api/v1/"
 
 	require.Eventually(t, func() bool {
 		res, err := query(t, api, "meter_consumer_messages_total")
 		return err == nil && len(res) > 0
-	}, 60*time.Second, 250*time.Millisecond, "Prometheus never ingested meter_consumer_messages_total:\n%s", prom.logs())
+	}, 60*time.Second, 250*time.Millisecond, "Prometheus never ingested meter_consumer_messages_total:\n%s", prom.Output())
 	require.Eventually(t, func() bool {
 		res, err := query(t, api, `sum(rate(meter_consumer_messages_total{outcome="ack"}[5s])) > 0`)
 		return err == nil && len(res) > 0
-	}, 30*time.Second, 250*time.Millisecond, "the demo's reads are never acked:\n%s", consumer.logs())
+	}, 30*time.Second, 250*time.Millisecond, "the demo's reads are never acked:\n%s", consumer.Output())
 
 	// Every dashboard query evaluates; the main panels have data.
 	subst := strings.NewReplacer("$__rate_interval", "5s", "$__range", "1m",
@@ -173,34 +171,11 @@ scrape_configs:
 	}
 
 	// Stop both, gracefully.
-	prom.stop(t)
-	consumer.stop(t)
-	assert.Contains(t, consumer.logs(), "stopped cleanly")
-}
-
-// buildConsumer builds cmd/consumer into dir, with the default flags: go vet
-// ./... (run before the tests in .ci/run) has already compiled its packages
-// that way, so the build is mostly served by the cache.
-func buildConsumer(t *testing.T, dir string) string {
-	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	require.NoError(t, err)
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	require.FileExists(t, filepath.Join(root, "go.mod"))
-	bin := filepath.Join(dir, "consumer")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/consumer")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/consumer:\n%s", out)
-	return bin
-}
-
-// cleanEnv is the test's environment without the consumer's own variables,
-// so a NATS_URL or CONSUMER_* of the machine cannot redirect the demo.
-func cleanEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "NATS_") || strings.HasPrefix(kv, "CONSUMER_")
-	})
+	code, _ = prom.Term(20 * time.Second)
+	assert.Zero(t, code, "prometheus exit status")
+	code, _ = consumer.Term(20 * time.Second)
+	assert.Zero(t, code, "consumer exit status")
+	assert.Equal(t, 1, consumer.Count("stopped cleanly"))
 }
 
 func freePort(t *testing.T) string {
@@ -265,72 +240,3 @@ func pageNames(body string) map[string]bool {
 }
 
 // proc is a started process whose output is kept for the failure message.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func start(t *testing.T, name, bin string, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	require.NoError(t, p.cmd.Start(), name)
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-// stop sends SIGTERM and waits for the process to exit (killing it after
-// 20 seconds).
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM), p.name)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	select {
-	case <-p.done:
-		assert.True(t, p.cmd.ProcessState.Success(), "%s exited with %v:\n%s", p.name, p.cmd.ProcessState, p.logs())
-	case <-ctx.Done():
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		t.Errorf("%s did not stop within 20s of SIGTERM:\n%s", p.name, p.logs())
-	}
-}
-
-func (p *proc) logs() string {
-	s := p.out.String()
-	if len(s) > 8000 {
-		s = "…" + s[len(s)-8000:]
-	}
-	return s
-}

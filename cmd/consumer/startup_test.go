@@ -108,10 +108,16 @@ func TestAWrongPasswordIsSaidAtOnce(t *testing.T) {
 		c, b := readyz(t, httpAt)
 		return c == 503 && strings.Contains(b, "NATS refused the connection") && strings.Contains(b, "Authorization Violation")
 	}, 10*time.Second, 20*time.Millisecond)
-	l := p.First("connecting to NATS")
-	require.NotNil(t, l)
-	assert.Equal(t, "ERROR", l["level"])
-	assert.Equal(t, "2s", l["retry_in"], "a refusal is retried at the longest delay")
+	var refusal map[string]any
+	for _, l := range p.Records("connecting to NATS") { // a slow machine may time out an attempt first
+		if l["level"] == "ERROR" {
+			refusal = l
+			break
+		}
+	}
+	require.NotNil(t, refusal, "a refusal is logged as an error")
+	assert.Contains(t, refusal["error"], "NATS refused the connection")
+	assert.Equal(t, "2s", refusal["retry_in"], "a refusal is retried at the longest delay")
 	assert.NotContains(t, p.Output(), "hunter2")
 	assert.Equal(t, 0, stop(p, 10*time.Second))
 }

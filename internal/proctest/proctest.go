@@ -66,7 +66,8 @@ type Proc struct {
 }
 
 // Start runs binary with args and env (PATH is always passed) until the
-// test ends. On failure the output is logged, and written whole to
+// test ends. A data race the binary reports (built with -race) fails the
+// test. On failure the output is logged, and written whole to
 // $RELIABILITY_LOGS/<test>-<name>.log when that is set.
 func Start(t testing.TB, name, binary string, env []string, args ...string) *Proc {
 	t.Helper()
@@ -97,6 +98,9 @@ func Start(t testing.TB, name, binary string, env []string, args ...string) *Pro
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
+		if i := strings.Index(p.Output(), "WARNING: DATA RACE"); i >= 0 {
+			t.Errorf("%s (built with -race) found a data race:\n%s", name, p.Output()[i:min(len(p.Output()), i+6000)])
+		}
 		if t.Failed() {
 			out := p.Output()
 			t.Logf("%s output (last 4000 bytes):\n%s", name, out[max(0, len(out)-4000):])
@@ -137,6 +141,19 @@ func (p *Proc) Count(msg string) int {
 		}
 	}
 	return n
+}
+
+// Records returns every log record with msg, in order.
+func (p *Proc) Records(msg string) []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []map[string]any
+	for _, l := range p.lines {
+		if l != nil && l["msg"] == msg {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // First returns the first log record with msg, or nil.

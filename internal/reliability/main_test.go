@@ -8,4 +8,4 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) { proctest.Main(m, false, &binary) }
+func TestMain(m *testing.M) { proctest.Main(m, true, &binary) }

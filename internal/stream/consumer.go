@@ -21,19 +21,21 @@ import (
 // Options configures a Consumer. Sink, DeadLetter and Metrics are required.
 type Options struct {
 	Policy retry.Policy
-	// Concurrency is how many reads are handled at once (default 32).
+	// Concurrency is how many reads are handled at once. Required, as are
+	// AckWait, HandlerTimeout and ShutdownTimeout: their defaults are the
+	// binary's (package config).
 	Concurrency int
 	// PullBatch is how many messages one pull asks for; it bounds the client
 	// buffer (default AutoPullBatch).
 	PullBatch int
 	// HandlerTimeout bounds the work on one delivery: the record look-up,
-	// the downstream call and the dead-letter copy (default 10s, at most
-	// half the AckWait); it must be shorter than the consumer's AckWait.
+	// the downstream call and the dead-letter copy; it must be shorter than
+	// the consumer's AckWait.
 	HandlerTimeout time.Duration
 	// AckWait is the durable consumer's AckWait; in-progress signals keep
-	// long work and held reads alive at half of it (default 30s).
+	// long work and held reads alive at half of it.
 	AckWait time.Duration
-	// ShutdownTimeout bounds a graceful stop (default 30s).
+	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration
 	// SpillAfter is how long a pulled read may wait for a worker before it
 	// is parked, kept alive (default AckWait/4).
@@ -97,30 +99,22 @@ type Consumer struct {
 
 // New validates the options and builds a Consumer.
 func New(o Options) (*Consumer, error) {
+	// The defaults of the binary live in package config, not here.
 	if o.Sink == nil || o.DeadLetter == nil || o.Metrics == nil {
 		return nil, errors.New("stream: Sink, DeadLetter and Metrics are required")
 	}
+	if o.Concurrency <= 0 || o.AckWait <= 0 || o.HandlerTimeout <= 0 || o.ShutdownTimeout <= 0 {
+		return nil, fmt.Errorf("stream: Concurrency (%d), AckWait (%s), HandlerTimeout (%s) and ShutdownTimeout (%s) are required",
+			o.Concurrency, o.AckWait, o.HandlerTimeout, o.ShutdownTimeout)
+	}
 	if err := o.Policy.Validate(); err != nil {
 		return nil, err
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 32
-	}
-
-	if o.AckWait <= 0 {
-		o.AckWait = 30 * time.Second
-	}
-	if o.HandlerTimeout <= 0 {
-		o.HandlerTimeout = min(10*time.Second, o.AckWait/2)
 	}
 	if o.HandlerTimeout >= o.AckWait {
 		return nil, fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (--reconcile sets it to consumer.ack_wait)", o.HandlerTimeout, o.AckWait)
 	}
 	if o.PullBatch <= 0 {
 		o.PullBatch = AutoPullBatch(o.Concurrency, o.HandlerTimeout, o.AckWait)
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 30 * time.Second
 	}
 	if o.SpillAfter <= 0 {
 		o.SpillAfter = o.AckWait / 4
@@ -181,9 +175,6 @@ func New(o Options) (*Consumer, error) {
 
 // Consuming reports whether the consumer is pulling messages.
 func (c *Consumer) Consuming() bool { return c.consuming.Load() }
-
-// Held reports how many NAKed reads wait out their retry delay in this process.
-func (c *Consumer) Held() int { return c.delayer.size() }
 
 // AutoPullBatch is the default pull size: four reads per worker, which
 // amortises pull requests and lets acks share writes (measured in

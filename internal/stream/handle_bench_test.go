@@ -56,7 +56,8 @@ func (nopDeadLetter) Stored(context.Context, dlq.Entry, time.Time, time.Time) (b
 // returns fixed metadata) and the settlement's network cost.
 func BenchmarkHandle(b *testing.B) {
 	c, err := New(Options{
-		Policy:     retry.DefaultPolicy(),
+		Policy:      retry.DefaultPolicy(),
+		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
 		Sink:       boundedNoop{},
 		DeadLetter: nopDeadLetter{},
 		Metrics:    NewMetrics(prometheus.NewRegistry()),

@@ -121,7 +121,7 @@ func TestSettlementTable(t *testing.T) {
 			c, err := New(Options{
 				Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 				Sink:   sink, DeadLetter: dl, Records: recs, Metrics: NewMetrics(reg),
-				HandlerTimeout: time.Second, AckWait: 5 * time.Second, DeadLetterWindow: 20 * time.Minute,
+				HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, DeadLetterWindow: 20 * time.Minute,
 				Rand: retry.NewRand(1), MaxReadAge: maxAge,
 			})
 			require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	c, err := New(Options{
 		Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 		Sink:   sink, DeadLetter: &fakeDeadLetter{}, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
-		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Rand: retry.NewRand(1),
+		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
 		Breaker: &breaker.Options{MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute},
 	})
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	c, err := New(Options{
 		Policy: retry.DefaultPolicy(), Sink: downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
 		DeadLetter: dl, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
-		HandlerTimeout: timeout, AckWait: 5 * time.Second, Rand: retry.NewRand(1),
+		HandlerTimeout: timeout, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
 	})
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)
