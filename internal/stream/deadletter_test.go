@@ -125,7 +125,8 @@ func TestARedirectIsNeverADelivery(t *testing.T) {
 	for _, c := range e.re.callsFor(key1) {
 		assert.Equal(t, http.MethodPost, c.Method, "only POSTs reach the engine")
 	}
-	assert.Equal(t, len(e.re.callsFor(key1)), e.re.total(), "and nothing else: no GET of the login page")
+	assert.Equal(t, len(e.re.callsFor(key1)), e.re.total())
+	assert.Zero(t, e.re.Stats().BadRequests, "and nothing else: no GET of the login page")
 	dl := e.deadLetters()
 	require.Len(t, dl, 1)
 	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))

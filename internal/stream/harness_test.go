@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/stream"
@@ -34,92 +33,73 @@ type call struct {
 	Status int // 0 if the client gave up before the answer
 }
 
-// rateEngine is an httptest downstream whose answers a test scripts.
+// rateEngine is the tests' downstream: an enginetest engine of unlimited
+// capacity whose answers a test scripts, and which keeps each request's
+// headers and body.
 type rateEngine struct {
-	srv *httptest.Server
+	*enginetest.Engine
+	srv *enginetest.Server
 
-	mu      sync.Mutex
-	calls   []call
-	latency time.Duration
-	answer  func(n int, key string) (status int, header http.Header)
-	// delay, when set, adds a latency to call n of key.
-	delay func(n int, key string) time.Duration
+	mu   sync.Mutex
+	seen map[string][]call // per key, in arrival order: method, headers, body
 }
 
-func (re *rateEngine) setDelay(f func(n int, key string) time.Duration) {
-	re.mu.Lock()
-	re.delay = f
-	re.mu.Unlock()
-}
-
-func (re *rateEngine) setLatency(d time.Duration) {
-	re.mu.Lock()
-	re.latency = d
-	re.mu.Unlock()
-}
-
+// newRateEngine answers call n of key with answer(n, key) (nil: 200).
 func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Header)) *rateEngine {
 	t.Helper()
-	re := &rateEngine{answer: answer}
-	re.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
+	re := &rateEngine{seen: map[string][]call{}}
+	o := enginetest.Options{Check: func(r *http.Request, b []byte) error {
 		var body map[string]any
 		_ = json.Unmarshal(b, &body)
 		key := r.Header.Get("Idempotency-Key")
 		re.mu.Lock()
-		re.calls = append(re.calls, call{At: time.Now(), Method: r.Method, Key: key, Header: r.Header.Clone(), Body: body})
-		i := len(re.calls) - 1
-		n := 0
-		for _, c := range re.calls {
-			if c.Key == key {
-				n++
-			}
-		}
-		answer, latency := re.answer, re.latency
-		if re.delay != nil {
-			latency += re.delay(n, key)
-		}
+		re.seen[key] = append(re.seen[key], call{Method: r.Method, Key: key, Header: r.Header.Clone(), Body: body})
 		re.mu.Unlock()
-		if latency > 0 {
-			select {
-			case <-time.After(latency):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		status, h := http.StatusOK, http.Header(nil)
-		if answer != nil {
-			status, h = answer(n, key)
-		}
-		re.mu.Lock()
-		re.calls[i].Status = status
-		re.mu.Unlock()
-		for k, v := range h {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(status)
-	}))
+		return nil
+	}}
+	if answer != nil {
+		o.Answer = func(key string, n int) (int, http.Header) { return answer(n, key) }
+	}
+	eng, err := enginetest.New(o)
+	require.NoError(t, err)
+	re.Engine, re.srv = eng, enginetest.NewServer(eng)
 	t.Cleanup(re.srv.Close)
 	return re
 }
 
+// setLatency makes every call take d.
+func (re *rateEngine) setLatency(d time.Duration) {
+	_ = re.SetServiceTime(d, 0)
+}
+
+// setDelay adds f(n, key) to call n of key (nil: nothing).
+func (re *rateEngine) setDelay(f func(n int, key string) time.Duration) {
+	if f == nil {
+		re.SetDelay(nil)
+		return
+	}
+	re.SetDelay(func(key string, n int) time.Duration { return f(n, key) })
+}
+
+// callsFor returns the calls that carried key, in arrival order.
 func (re *rateEngine) callsFor(key string) []call {
 	re.mu.Lock()
-	defer re.mu.Unlock()
-	var out []call
-	for _, c := range re.calls {
-		if c.Key == key {
-			out = append(out, c)
+	seen := append([]call(nil), re.seen[key]...)
+	re.mu.Unlock()
+	calls := re.Calls(key)
+	out := make([]call, 0, len(calls))
+	for i, c := range calls {
+		got := call{Key: key, At: c.At, Status: c.Status}
+		if i < len(seen) {
+			got.Method, got.Header, got.Body = seen[i].Method, seen[i].Header, seen[i].Body
 		}
+		out = append(out, got)
 	}
 	return out
 }
 
-func (re *rateEngine) total() int {
-	re.mu.Lock()
-	defer re.mu.Unlock()
-	return len(re.calls)
-}
+// total is every call the engine took.
+func (re *rateEngine) total() int { return int(re.Stats().Calls) }
 
 // env is one test's world: a server, the streams, a downstream.
 type env struct {
