@@ -81,7 +81,7 @@ func TestClusterLosesItsLeaders(t *testing.T) {
 		return err == nil
 	}, 30*time.Second, 100*time.Millisecond, "JetStream cluster never came up")
 	e := newEngine(t, nil)
-	e.latency.Store(int64(2 * time.Millisecond))
+	e.setLatency(2 * time.Millisecond)
 	startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--replicas", "3",
 		"--downstream-url", e.srv.URL)
 

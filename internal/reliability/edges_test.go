@@ -142,9 +142,7 @@ func TestAtomicBatchReadDeadLetteredOnce(t *testing.T) {
 	orig, err := st.GetMsg(t.Context(), seq)
 	require.NoError(t, err)
 	assert.NotEmpty(t, orig.Header.Get("Nats-Batch-Id"), "the original was stored as part of a batch")
-	e.mu.Lock()
-	calls := len(e.answers[badKey])
-	e.mu.Unlock()
+	calls := len(e.answered(badKey))
 	assert.Equal(t, 1, calls, "the failing read was posted once")
 	assert.Equal(t, 1, c.Count("dead-lettered"), "one dead-letter, one TERM")
 	f.log(t, "atomic-batch")
@@ -371,7 +369,7 @@ func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	e := newEngine(t, nil)
 	e.setPolicy(func(_ string, n int) int {
 		if n == 2 {
-			e.latency.Store(int64(slow))
+			e.setLatency(slow)
 		}
 		return http.StatusServiceUnavailable
 	})
@@ -380,7 +378,7 @@ func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	args := []string{"--nats-url", w.url, "--downstream-url", e.srv.URL, "--breaker=false", "--max-attempts", "3"}
 	first := startConsumer(t, "first", append(args, "--create-streams", "--shutdown-timeout", "500ms")...)
 	w.publish("LAST", 1, 0)
-	require.Eventually(t, func() bool { return e.arrived.Load() == 3 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.arrived() == 3 }, 10*time.Second, time.Millisecond)
 	code, took := first.Term(10 * time.Second)
 	assert.Equal(t, 0, code, "clean exit")
 	handedBack := logged(first, "handed back")
@@ -391,7 +389,7 @@ func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	assert.Empty(t, w.deadLetters(), "a read cut by the shutdown was dead-lettered")
 	assert.Equal(t, 1, handBacks(t, w, 1), "the hand-back is on record")
 
-	e.latency.Store(0)
+	e.setLatency(0)
 	e.setPolicy(nil)
 	stopped := time.Now()
 	second := startConsumer(t, "second", args...)

@@ -19,7 +19,7 @@ func TestFleetSurvivesALostReplica(t *testing.T) {
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
 	e := newEngine(t, nil)
-	e.latency.Store(int64(10 * time.Millisecond))
+	e.setLatency(10 * time.Millisecond)
 	args := []string{"--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--concurrency", "4"}
 	a := startConsumer(t, "a", args...)
 	b := startConsumer(t, "b", args...)
@@ -48,7 +48,7 @@ func TestSlowDownstreamIsNotDuplicated(t *testing.T) {
 	// Ack wait 2s; each call takes 1.3s and 4 workers share 24 reads, so a
 	// read waits in the client buffer and then in the call for longer than
 	// the ack wait: only in-progress signals keep it from being redelivered.
-	e.latency.Store(int64(1300 * time.Millisecond))
+	e.setLatency(1300 * time.Millisecond)
 	startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL,
 		"--concurrency", "4", "--ack-wait", "2s", "--handler-timeout", "1800ms", "--downstream-timeout", "1700ms")
 	w.publish("SLW", 24, 0)

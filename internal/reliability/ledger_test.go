@@ -3,11 +3,9 @@ package reliability_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,21 +13,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/enginetest"
 )
 
-// engine is the downstream: it records every answer per idempotency key and
-// answers what the scenario says. A 3xx answer points at loginPath, a page
-// that answers 200 to any method (as an auth proxy's login page would): the
-// requests it gets are counted apart and are never a delivery.
+// engine is the downstream: an enginetest engine of unlimited capacity
+// whose answers the scenario scripts (policy: the status of call n of key).
+// A 3xx answer points at loginPath, a page that answers 200 to any method
+// (as an auth proxy's login page would): the requests it gets are counted
+// apart and are never a delivery.
 type engine struct {
+	*enginetest.Engine
 	srv *httptest.Server
 
-	latency atomic.Int64 // nanoseconds
-	arrived atomic.Int64 // calls received, counted before the latency
-	mu      sync.Mutex
-	answers map[string][]int // key -> statuses answered, in order
-	logins  []string         // "METHOD key" of each request to loginPath
-	policy  func(key string, n int) int
+	mu     sync.Mutex
+	logins []string // "METHOD key" of each request to loginPath
+	policy func(key string, n int) int
 }
 
 // loginPath is where the engine's redirects lead.
@@ -37,39 +36,31 @@ const loginPath = "/login"
 
 func newEngine(t *testing.T, policy func(key string, n int) int) *engine {
 	t.Helper()
-	e := &engine{answers: map[string][]int{}, policy: policy}
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		if r.URL.Path == loginPath {
-			e.mu.Lock()
-			e.logins = append(e.logins, r.Method+" "+key)
-			e.mu.Unlock()
-			_, _ = w.Write([]byte("<html>sign in</html>"))
-			return
-		}
-		e.arrived.Add(1)
-		// Read the body first: only then does the server watch the
-		// connection, so that a client giving up ends the wait below.
-		_, _ = io.Copy(io.Discard, r.Body)
-		if d := time.Duration(e.latency.Load()); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-r.Context().Done():
-				return // the client gave up: nothing answered
-			}
-		}
+	e := &engine{policy: policy}
+	eng, err := enginetest.New(enginetest.Options{Answer: func(key string, n int) (int, http.Header) {
 		e.mu.Lock()
-		status := http.StatusOK
-		if e.policy != nil {
-			status = e.policy(key, len(e.answers[key])+1)
-		}
-		e.answers[key] = append(e.answers[key], status)
+		p := e.policy
 		e.mu.Unlock()
-		if status >= 300 && status < 400 {
-			w.Header().Set("Location", loginPath)
+		status := http.StatusOK
+		if p != nil {
+			status = p(key, n)
 		}
-		w.WriteHeader(status)
-	}))
+		if status >= 300 && status < 400 {
+			return status, http.Header{"Location": {loginPath}}
+		}
+		return status, nil
+	}})
+	require.NoError(t, err)
+	e.Engine = eng
+	mux := http.NewServeMux()
+	mux.HandleFunc(loginPath, func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.logins = append(e.logins, r.Method+" "+r.Header.Get("Idempotency-Key"))
+		e.mu.Unlock()
+		_, _ = w.Write([]byte("<html>sign in</html>"))
+	})
+	mux.Handle("/", eng)
+	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e
 }
@@ -80,15 +71,31 @@ func (e *engine) setPolicy(p func(key string, n int) int) {
 	e.mu.Unlock()
 }
 
+// setLatency makes every call take d.
+func (e *engine) setLatency(d time.Duration) { _ = e.SetServiceTime(d, 0) }
+
+// arrived is every call the engine took, answered or not yet.
+func (e *engine) arrived() int64 { return e.Stats().Calls }
+
+// answered returns the statuses answered to key, in order (calls whose
+// client gave up, or still waiting, left out).
+func (e *engine) answered(key string) []int {
+	var out []int
+	for _, c := range e.Calls(key) {
+		if c.Status != 0 {
+			out = append(out, c.Status)
+		}
+	}
+	return out
+}
+
 // delivered reports the keys answered 2xx at least once, and how many calls
-// in all.
+// were answered in all.
 func (e *engine) delivered() (map[string]bool, int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	out, calls := map[string]bool{}, 0
-	for k, sts := range e.answers {
-		calls += len(sts)
-		for _, s := range sts {
+	for k := range e.Ledger() {
+		for _, s := range e.answered(k) {
+			calls++
 			if s >= 200 && s < 300 {
 				out[k] = true
 			}
@@ -106,11 +113,9 @@ func (e *engine) loginRequests() []string {
 
 // statuses counts the answers given, by status.
 func (e *engine) statuses() map[int]int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	out := map[int]int{}
-	for _, sts := range e.answers {
-		for _, s := range sts {
+	for k := range e.Ledger() {
+		for _, s := range e.answered(k) {
 			out[s]++
 		}
 	}
