@@ -23,6 +23,16 @@ type Ops struct {
 	// Sleep waits d or until ctx is done, for the replay rate limit
 	// (default: a timer).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// IdleWait is how long a scan waits for the next copy before it asks
+	// the server whether any are left (default DefaultIdleWait).
+	IdleWait time.Duration
+}
+
+func (o *Ops) idleWait() time.Duration {
+	if o.IdleWait <= 0 {
+		return DefaultIdleWait
+	}
+	return o.IdleWait
 }
 
 func (o *Ops) out() io.Writer {

@@ -12,9 +12,10 @@ import (
 // pageSize bounds the messages buffered by the client at once.
 const pageSize = 128
 
-// idleWait is how long a scan waits for the next message before it asks the
-// server whether any are left (they can be deleted while a scan runs).
-const idleWait = 2 * time.Second
+// DefaultIdleWait is how long a scan waits for the next message before it
+// asks the server whether any are left (they can be deleted while a scan
+// runs); Ops.IdleWait overrides it.
+const DefaultIdleWait = 2 * time.Second
 
 // errEnd ends a scan early without an error.
 var errEnd = errors.New("end of scan")
@@ -55,7 +56,7 @@ func (o *Ops) scan(ctx context.Context, st jetstream.Stream, f Filter, so scanOp
 	var done uint64
 	selected := 0
 	for {
-		msg, err := next(ctx, it, cons)
+		msg, err := next(ctx, it, cons, o.idleWait())
 		if errors.Is(err, errEnd) {
 			return nil
 		}
@@ -95,9 +96,9 @@ func (o *Ops) scan(ctx context.Context, st jetstream.Stream, f Filter, so scanOp
 }
 
 // next returns the next message, or errEnd when the server has none left.
-func next(ctx context.Context, it jetstream.MessagesContext, cons jetstream.Consumer) (jetstream.Msg, error) {
+func next(ctx context.Context, it jetstream.MessagesContext, cons jetstream.Consumer, idle time.Duration) (jetstream.Msg, error) {
 	for {
-		wctx, cancel := context.WithTimeout(ctx, idleWait)
+		wctx, cancel := context.WithTimeout(ctx, idle)
 		msg, err := it.Next(jetstream.NextContext(wctx))
 		cancel()
 		if err == nil {
