@@ -1,6 +1,8 @@
 package natstest
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,17 +24,29 @@ func Options(dir string) *server.Options {
 	}
 }
 
-// Start starts a server with opts and waits until it accepts connections.
-func Start(t testing.TB, opts *server.Options) *server.Server {
-	t.Helper()
+// Serve starts a server with opts and waits until it accepts connections;
+// the caller shuts it down. Start is Serve for a test.
+func Serve(opts *server.Options) (*server.Server, error) {
 	s, err := server.NewServer(opts)
 	if err != nil {
-		t.Fatalf("natstest: new server: %v", err)
+		return nil, fmt.Errorf("natstest: new server: %w", err)
 	}
 	go s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
-		t.Fatalf("natstest: server not ready")
+		s.WaitForShutdown()
+		return nil, errors.New("natstest: server not ready after 10s")
+	}
+	return s, nil
+}
+
+// Start starts a server with opts and waits until it accepts connections;
+// it is shut down when the test ends.
+func Start(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	s, err := Serve(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		s.Shutdown()
