@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // KeyHeader is the header a call's idempotency key comes in.
@@ -231,7 +233,8 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	answer, delay, served := e.serve(ctx, t)
 	if served && delay != nil {
-		served = sleep(ctx, delay(key, n))
+		d := delay(key, n)
+		served = d <= 0 || retry.Sleep(ctx, d) == nil
 	}
 	if !served {
 		e.mu.Lock()
@@ -467,21 +470,6 @@ func (e *Engine) logAnswer(r *http.Request, key string, n, status int, outcome s
 	e.log.LogAttrs(r.Context(), slog.LevelDebug, "rate engine answered",
 		slog.String("idempotency_key", key), slog.Int("n", n), slog.Int("status", status),
 		slog.String("outcome", outcome), slog.Duration("latency", latency))
-}
-
-// sleep waits d, or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 var (

@@ -41,7 +41,7 @@ func (d Driver) Do(ctx context.Context, op func(ctx context.Context) error) erro
 	}
 	sleep := d.Sleep
 	if sleep == nil {
-		sleep = sleepContext
+		sleep = Sleep
 	}
 
 	var last error
@@ -79,8 +79,9 @@ func stopped(attempts int, ctxErr, last error) error {
 	return fmt.Errorf("retry stopped after %d attempts: %w: %w", attempts, ctxErr, last)
 }
 
-// sleepContext waits d, or returns ctx.Err() if ctx ends first.
-func sleepContext(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or returns ctx.Err() if ctx ends first (at once when it
+// has, or d <= 0). It is the Driver's default sleep.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
