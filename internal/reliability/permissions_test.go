@@ -419,11 +419,11 @@ func TestDocumentedPermissions(t *testing.T) {
 	})
 
 	// A stop with a read in flight hands it back, recorded in the bucket.
-	e.latency.Store(int64(time.Minute)) // until the consumer gives up
-	before := e.arrived.Load()
+	e.setLatency(time.Minute) // until the consumer gives up
+	before := e.arrived()
 	holdBody, holdKey := read("HOLD", 0)
 	w.publishBody("meter.reads.HOLD", holdBody, holdKey, nil)
-	require.Eventually(t, func() bool { return e.arrived.Load() > before }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return e.arrived() > before }, 5*time.Second, 5*time.Millisecond)
 	code, _ = c1.Term(10 * time.Second)
 	assert.Zero(t, code)
 	assert.Len(t, logged(c1, "handed back", "stream_seq", "6"), 1, "read 6 handed back at the stop")
@@ -444,7 +444,7 @@ func TestDocumentedPermissions(t *testing.T) {
 	w.serviceUserIsRefused(t)
 
 	// The next replica takes read 6 with its hand-back credited.
-	e.latency.Store(0)
+	e.setLatency(0)
 	e.setPolicy(nil) // the rate engine's data is fixed
 	c2 := startConsumerEnv(t, "service-2", userEnv(serviceUser), svc...)
 	require.Eventually(t, func() bool {
