@@ -35,6 +35,10 @@ type NATS struct {
 	NKeySeed string `yaml:"nkey_seed"` // path to an nkey seed file
 	TLS      TLS    `yaml:"tls"`
 	Name     string `yaml:"name"` // connection name shown by the server
+	// InboxPrefix replaces _INBOX as the prefix of the subjects replies
+	// come on, so that each user's permissions can be limited to its own
+	// replies ("" keeps _INBOX).
+	InboxPrefix string `yaml:"inbox_prefix"`
 	// Listen is where the embedded server listens when URL is empty.
 	Listen string `yaml:"listen"`
 	// Embedded allows an embedded server when URL is empty (the newcomer's

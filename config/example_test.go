@@ -63,7 +63,7 @@ func ExampleConfig_LogValue() {
 	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
 	log.Info("connecting", "nats", cfg.NATS)
 	// Output:
-	// level=INFO msg=connecting nats.url=nats://alice:REDACTED@nats.internal:4222 nats.creds="" nats.user=alice nats.password=REDACTED nats.token="" nats.nkey_seed="" nats.tls.ca="" nats.tls.cert="" nats.tls.key="" nats.listen=127.0.0.1:4222 nats.embedded=true nats.connect_retry_max=30s nats.name=meter-consumer
+	// level=INFO msg=connecting nats.url=nats://alice:REDACTED@nats.internal:4222 nats.creds="" nats.user=alice nats.password=REDACTED nats.token="" nats.nkey_seed="" nats.tls.ca="" nats.tls.cert="" nats.tls.key="" nats.inbox_prefix="" nats.listen=127.0.0.1:4222 nats.embedded=true nats.connect_retry_max=30s nats.name=meter-consumer
 }
 
 func ExampleDownstream_Access() {

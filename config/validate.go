@@ -98,6 +98,9 @@ func (c Config) validateNATS(p *problems) {
 	if n.TLS.Key != "" && n.TLS.Cert == "" {
 		p.addf("nats.tls.key (%q) is set but nats.tls.cert is empty: a client key needs its certificate", n.TLS.Key)
 	}
+	if n.InboxPrefix != "" && !validPrefix(n.InboxPrefix) {
+		p.addf("nats.inbox_prefix (%q) must be a subject prefix without wildcards: dot-separated non-empty tokens without spaces, '*' or '>'", n.InboxPrefix)
+	}
 	if n.ConnectRetryMax < time.Second {
 		p.addf("nats.connect_retry_max (%s) must be >= 1s", n.ConnectRetryMax)
 	}

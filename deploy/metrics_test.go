@@ -55,7 +55,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	stream.NewMetrics(reg)
-	service.EmbeddedGauge(reg)
+	service.NewMetrics(reg)
 	lag.New(noSource{}, reg, time.Minute, retry.NewRand(1), nil)
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -21,13 +22,20 @@ func (p *Publisher) Stored(ctx context.Context, e Entry, from, to time.Time) (bo
 		return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
 	}
 	start := from
-	oc, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{Subject(p.o.Prefix, e.Subject)},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &start,
-		HeadersOnly:    true,
-		// An ephemeral consumer: gone soon after the look-up.
+	// A consumer of its own, not an ordered one: nats.go's ordered consumer
+	// deletes and recreates itself on each fetch, which would ask for the
+	// right to delete consumers of the dead-letter stream. This one goes
+	// away on its own once idle.
+	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Name:              fmt.Sprintf("dlq-lookup-%016x", rand.Uint64()),
+		FilterSubject:     Subject(p.o.Prefix, e.Subject),
+		DeliverPolicy:     jetstream.DeliverByStartTimePolicy,
+		OptStartTime:      &start,
+		AckPolicy:         jetstream.AckNonePolicy,
+		HeadersOnly:       true,
 		InactiveThreshold: 30 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
 	})
 	if err != nil {
 		return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
@@ -36,7 +44,7 @@ func (p *Publisher) Stored(ctx context.Context, e Entry, from, to time.Time) (bo
 	for {
 		// No wait: the copies looked for are stored already. Each batch is
 		// read to its end, so that no fetch outlives the look-up.
-		batch, err := oc.FetchNoWait(256)
+		batch, err := cons.FetchNoWait(256)
 		if err != nil {
 			return false, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
 		}

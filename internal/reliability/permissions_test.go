@@ -183,7 +183,17 @@ func newPermWorld(t *testing.T) *permWorld {
 
 // userEnv is the environment that makes the binary connect as user.
 func userEnv(user string) []string {
-	return []string{"NATS_USER=" + user, "NATS_PASSWORD=" + passwords[user]}
+	return []string{"NATS_USER=" + user, "NATS_PASSWORD=" + passwords[user], "CONSUMER_NATS_INBOX_PREFIX=" + inboxPrefix(user)}
+}
+
+// inboxPrefix is the reply prefix the docs give user: _INBOX_meter_consumer
+// for meter-consumer, and for the provisioning user, which runs the same
+// Deployment.
+func inboxPrefix(user string) string {
+	if user == provisioner {
+		user = serviceUser
+	}
+	return "_INBOX_" + strings.ReplaceAll(user, "-", "_")
 }
 
 // runDLQ runs "consumer dlq ARGS" as user and returns its output and exit
@@ -512,7 +522,7 @@ func (w *permWorld) serviceUserIsRefused(t *testing.T) {
 	t.Helper()
 	var mu sync.Mutex
 	var refused []string
-	nc, err := nats.Connect(w.url, nats.UserInfo(serviceUser, passwords[serviceUser]),
+	nc, err := nats.Connect(w.url, nats.UserInfo(serviceUser, passwords[serviceUser]), nats.CustomInboxPrefix(inboxPrefix(serviceUser)),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			mu.Lock()
 			refused = append(refused, err.Error())

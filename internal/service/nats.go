@@ -67,6 +67,9 @@ func connectOptions(c config.NATS, log *slog.Logger) []nats.Option {
 			log.Warn("NATS async error", slog.Any("error", err))
 		}),
 	}
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+	}
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}

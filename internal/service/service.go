@@ -70,8 +70,9 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	embedded := cfg.NATS.URL == ""
 	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
-	if g := EmbeddedGauge(deps.Registry); embedded {
-		g.Set(1)
+	sm := NewMetrics(deps.Registry)
+	if embedded {
+		sm.embedded.Set(1)
 	}
 	ready := &readiness{reason: "starting"}
 	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, ready.get, log)
@@ -91,6 +92,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	opts := append(connectOptions(cfg.NATS, log), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
+			sm.refusals.Inc()
 			log.Error("NATS refused a permission", slog.Any("error", err))
 			ready.refused(err)
 			return
@@ -242,14 +244,28 @@ func copyLimit(maxPayload, streamMax int) int {
 	return maxPayload
 }
 
-// EmbeddedGauge registers meter_consumer_embedded_nats on reg: 1 when this
-// process runs on its own embedded NATS server, which a production
-// deployment never should.
-func EmbeddedGauge(reg prometheus.Registerer) prometheus.Gauge {
-	return promauto.With(reg).NewGauge(prometheus.GaugeOpts{
-		Namespace: "meter_consumer", Name: "embedded_nats",
-		Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
-	})
+// Metrics are the service's own metrics, beside the pipeline's.
+type Metrics struct {
+	embedded prometheus.Gauge
+	refusals prometheus.Counter
+}
+
+// NewMetrics registers the service's metrics on reg:
+// meter_consumer_embedded_nats (1 when this process runs on its own
+// embedded NATS server, which a production deployment never should) and
+// meter_consumer_nats_permission_refusals_total.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		embedded: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: "meter_consumer", Name: "embedded_nats",
+			Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
+		}),
+		refusals: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "meter_consumer", Name: "nats_permission_refusals_total",
+			Help: "Publishes or subscriptions the NATS server refused for lack of a permission (each logged with the subject).",
+		}),
+	}
 }
 
 // drain drains the connection and waits until it is closed.
