@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
@@ -205,7 +207,16 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	nc, err := service.Dial(ctx, cfg.NATS, log)
+	// A refused permission reaches the client as an asynchronous error and
+	// the request then times out: remember it, to say why.
+	var refused atomic.Pointer[string]
+	nc, err := service.Dial(ctx, cfg.NATS, log, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			msg := err.Error()
+			refused.Store(&msg)
+		}
+		log.Warn("NATS async error", slog.Any("error", err))
+	}))
 	if err != nil {
 		return fail(exitFailure, "not connected: %v", err)
 	}
@@ -245,6 +256,9 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 		}
 	}
 	if err != nil {
+		if r := refused.Load(); r != nil {
+			return fail(exitFailure, "%v (NATS refused a permission: %s; see docs/DLQ.md, Permissions)", err, *r)
+		}
 		return fail(exitFailure, "%v", err)
 	}
 	return exitOK

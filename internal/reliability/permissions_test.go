@@ -465,6 +465,7 @@ func TestDocumentedPermissions(t *testing.T) {
 	readerDone.Wait()
 	assert.NotZero(t, refusedReplay.code, "the read-only operator replayed:\n%s%s", refusedReplay.out, refusedReplay.errOut)
 	assert.Contains(t, refusedReplay.errOut, `Permissions Violation for Publish to \"$JS.API.STREAM.INFO.METER_READS\"`)
+	assert.Contains(t, refusedReplay.errOut, "(NATS refused a permission: ", "the failure says why")
 	assert.NotZero(t, refusedPurge.code, "the read-only operator purged:\n%s%s", refusedPurge.out, refusedPurge.errOut)
 	assert.Contains(t, refusedPurge.errOut, `Permissions Violation for Publish to \"$JS.API.STREAM.MSG.DELETE.METER_READS_DLQ\"`)
 	require.Len(t, w.copySeqs(t), 2, "the read-only operator changed the dead-letter stream")

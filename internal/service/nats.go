@@ -150,12 +150,13 @@ func refused(err error) bool {
 // Dial connects to the NATS server the configuration names, once, for the
 // dead-letter tools; with no URL it dials the embedded server's address (a
 // consumer running on this machine).
-func Dial(ctx context.Context, c config.NATS, log *slog.Logger) (*nats.Conn, error) {
+// extra options come last (an ErrorHandler of the caller's, say).
+func Dial(ctx context.Context, c config.NATS, log *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
 	url := c.URL
 	if url == "" {
 		url = "nats://" + c.Listen
 	}
-	opts := append(connectOptions(c, log), nats.MaxReconnects(0))
+	opts := append(append(connectOptions(c, log), nats.MaxReconnects(0)), extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redactedURL(url), err)
