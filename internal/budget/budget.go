@@ -68,6 +68,18 @@ func (b *Budget) First() {
 	b.mu.Unlock()
 }
 
+// Spend records a retry made whatever the budget says (one the caller
+// let through because the downstream is not overloaded), so that it
+// counts if the budget must be enforced soon after.
+func (b *Budget) Spend() {
+	b.mu.Lock()
+	b.current(b.o.Now()).retries++
+	b.mu.Unlock()
+}
+
+// Window is the sliding window the budget counts over.
+func (b *Budget) Window() time.Duration { return b.o.Window }
+
 // Allow spends a retry if the budget has one, and reports whether it did.
 func (b *Budget) Allow() bool {
 	b.mu.Lock()

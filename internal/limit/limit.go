@@ -32,8 +32,13 @@ type Options struct {
 	Initial  int // the limit to start from (default Min): start low, find the capacity
 	// Tolerance is how far the smoothed latency may rise above the
 	// baseline (the least latency seen over BaselineWindow) before it is a
-	// sign of overload (default 1.5).
+	// sign of overload (default 1.5). A rise is a sign only when it is also
+	// at least MinRise (default 2ms: the jitter of a fast engine, a loaded
+	// client, is not a queue), and when it means at least two calls queued
+	// (the limit times the share of the latency above the baseline: a
+	// limit of one or two is left to the sheds).
 	Tolerance float64
+	MinRise   time.Duration
 	// Backoff multiplies the limit when the latency rises (default 0.9);
 	// ShedBackoff when the downstream sheds or times out (default 0.5): a
 	// shed means the engine's queue is full, and a fleet that halves
@@ -62,6 +67,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = 1.5
+	}
+	if o.MinRise == 0 {
+		o.MinRise = 2 * time.Millisecond
 	}
 	if o.Backoff == 0 {
 		o.Backoff = 0.9
@@ -104,6 +112,7 @@ type Limiter struct {
 	full       time.Time     // when the calls in flight last reached the limit
 	baseline   windowMin
 	decreased  time.Time // when the limit last went down
+	overloaded time.Time // when a call last said the downstream was overloaded
 	pauseUntil time.Time
 	waiters    list.List   // of *waiter, first come first served
 	resume     *time.Timer // grants when a pause is over
@@ -141,6 +150,14 @@ func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return int(l.limit)
+}
+
+// LastOverload is when a call last said the downstream was overloaded: a
+// shed, a timeout, or a latency risen past the tolerance (zero: never).
+func (l *Limiter) LastOverload() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.overloaded
 }
 
 // Waiting is how many calls wait for a slot.
@@ -245,6 +262,7 @@ func (l *Limiter) Release(t Token, s Signal, retryAfter time.Duration) {
 	case Answered:
 		l.answered(now, rtt)
 	case Overloaded:
+		l.overloaded = now
 		l.decrease(now, l.o.ShedBackoff)
 	}
 	if retryAfter > 0 && s == Overloaded {
@@ -274,7 +292,8 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 	} else {
 		l.srtt += (rtt - l.srtt) / 8
 	}
-	if base := l.baseline.min(now); base > 0 && float64(l.srtt) > l.o.Tolerance*float64(base) {
+	if base := l.baseline.min(now); base > 0 && l.queued(base) {
+		l.overloaded = now
 		l.decrease(now, l.o.Backoff)
 		return
 	}
@@ -289,6 +308,14 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 		l.limit += 1 / math.Floor(l.limit) // one more each round trip
 	}
 	l.limit = math.Min(l.limit, float64(l.o.Max))
+}
+
+// queued reports a latency risen above base enough to mean calls wait in
+// the downstream's queue. Locked.
+func (l *Limiter) queued(base time.Duration) bool {
+	srtt := float64(l.srtt)
+	return srtt > l.o.Tolerance*float64(base) && l.srtt-base >= l.o.MinRise &&
+		l.limit*(1-float64(base)/srtt) >= 2
 }
 
 // decrease lowers the limit on a sign of overload, once per smoothed

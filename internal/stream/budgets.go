@@ -18,8 +18,21 @@ const budgetRecheck = time.Second
 // retryGate lets a due retry go when the retry budget has room (always
 // without a budget), counting both outcomes; a denied retry is held again,
 // kept alive and uncharged. Called by the delayer, under its lock.
+//
+// The budget is there to keep retries from piling onto an overloaded
+// engine. With the adaptive limit on, it is enforced only while the engine
+// shows overload (a shed, a timeout or a risen latency within the budget's
+// window): failures of a healthy engine (a 500 for one read) retry freely,
+// within their attempt budget, rather than waiting at the budget's floor
+// once first attempts stop. Those retries are still counted, so a budget
+// enforced soon after sees them.
 func (c *Consumer) retryGate() (bool, time.Duration) {
-	if c.o.Budget == nil || c.o.Budget.Allow() {
+	b := c.o.Budget
+	if b != nil && c.o.Limiter != nil && c.o.Now().Sub(c.o.Limiter.LastOverload()) > b.Window() {
+		b.Spend()
+		b = nil
+	}
+	if b == nil || b.Allow() {
 		c.m.retries.WithLabelValues("spent").Inc()
 		return true, 0
 	}

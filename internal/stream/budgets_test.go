@@ -153,3 +153,49 @@ func TestReadsWaitingForAWorkerAreKeptAlive(t *testing.T) {
 	}
 	assert.Empty(t, e.deadLetters())
 }
+
+// With the adaptive limit on, the budget bounds retries only while the
+// engine shows overload: a healthy engine failing some reads (a 500 for
+// each, once) gets their retries at once; an engine shedding (a 503 for
+// each, once) gets them within the budget.
+func TestTheBudgetHoldsRetriesOnlyWhileTheEngineIsOverloaded(t *testing.T) {
+	run := func(t *testing.T, status int) (spent, denied float64) {
+		e := newEnv(t, func(n int, _ string) (int, http.Header) {
+			if n == 1 {
+				return status, nil
+			}
+			return http.StatusOK, nil
+		})
+		o := e.options(75)
+		b, err := budget.New(budget.Options{Ratio: 0.01, MinPerSecond: 1, Window: 10 * time.Second})
+		require.NoError(t, err)
+		l, err := limit.New(limit.Options{Max: o.Concurrency})
+		require.NoError(t, err)
+		o.Budget, o.Limiter = b, l
+		e.start(o)
+		const reads = 30
+		for i := range reads {
+			e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+		}
+		if status == http.StatusInternalServerError {
+			e.settled(10 * time.Second)
+			assert.Empty(t, e.deadLetters())
+		} else {
+			require.Eventually(t, func() bool {
+				return testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied")) > 0
+			}, 10*time.Second, 5*time.Millisecond)
+		}
+		return testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "spent")),
+			testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied"))
+	}
+	t.Run("a healthy engine's failures retry freely", func(t *testing.T) {
+		spent, denied := run(t, http.StatusInternalServerError)
+		assert.Equal(t, 30.0, spent)
+		assert.Zero(t, denied)
+	})
+	t.Run("an overloaded engine's retries wait for the budget", func(t *testing.T) {
+		spent, denied := run(t, http.StatusServiceUnavailable)
+		assert.Positive(t, denied)
+		assert.LessOrEqual(t, spent, 30*0.01+10+1, "1% of first attempts plus 1/s over the window")
+	})
+}
