@@ -99,7 +99,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c Config) runs(s string) bool {
+// Runs reports whether the configuration runs scenario s.
+func (c Config) Runs(s string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, s)
 }
 

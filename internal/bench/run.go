@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioScaling, func() (err error) { rep.Scaling, err = runScaling(ctx, e, cfg); return err }},
 	}
 	for _, s := range steps {
-		if !cfg.runs(s.name) {
+		if !cfg.Runs(s.name) {
 			continue
 		}
 		t0 := time.Now()
