@@ -1,5 +1,6 @@
 // Command consumer-bench measures the consumer against bare baselines run in
-// the same process: see docs/PERFORMANCE.md. It is a separate binary so that the product binary
+// the same process, and against rate engines with a capacity: see
+// docs/PERFORMANCE.md. It is a separate binary so that the product binary
 // (cmd/consumer) does not carry the bench.
 package main
 
@@ -38,14 +39,14 @@ func main() {
 const intro = `usage: consumer-bench [flags]
 
 Starts an in-process NATS server and measures the consumer against bare
-baselines run in the same process, reporting ratios (see
-docs/PERFORMANCE.md).
+baselines run in the same process, and the fleet against rate engines with
+a capacity, reporting ratios (see docs/PERFORMANCE.md).
 
 Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "consumer-binary", "smoke", "json", "cpuprofile"}
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "consumer-binary", "smoke", "json", "cpuprofile"}
 
 // run parses the flags, runs the bench and prints its report; it returns
 // the exit code.
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		scenario   = fs.String("scenario", "all", "one scenario, a comma-separated list, or all: "+strings.Join(bench.Scenarios(), ", "))
 		pulls      = fs.String("pulls", joinInts(def.Pulls), "pull sizes of the overhead scenario, comma-separated")
 		memoryN    = fs.Int("memory-n", def.MemoryN, "backlog the consumer binary drains in the memory scenario")
+		capacityN  = fs.Int("capacity-n", def.CapacityN, "backlog each fleet drains in the capacity scenario")
+		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
 		binary     = fs.String("consumer-binary", "", "the consumer binary the memory scenario runs (default: go build ./cmd/consumer into a temporary directory)")
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
 		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
@@ -88,13 +91,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if given["memory-n"] {
 		cfg.MemoryN = *memoryN
 	}
+	if given["capacity-n"] {
+		cfg.CapacityN = *capacityN
+	}
 	if *scenario != "all" {
 		cfg.Scenarios = strings.Split(*scenario, ",")
 	}
 	for _, l := range []struct {
 		name, value string
 		to          *[]int
-	}{{"pulls", *pulls, &cfg.Pulls}} {
+	}{{"pulls", *pulls, &cfg.Pulls}, {"replicas", *replicas, &cfg.Replicas}} {
 		if !given[l.name] {
 			continue
 		}
