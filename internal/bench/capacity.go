@@ -99,11 +99,14 @@ type FleetRun struct {
 	RetriesDenied int            `json:"retries_denied"`
 	// The fleet's summed limit, and the engine's calls in the system and
 	// busy servers, sampled every 100ms while draining.
-	LimitMedian  int           `json:"limit_sum_median"`
-	MeanInSystem float64       `json:"engine_mean_in_system"`
-	MeanBusy     float64       `json:"engine_mean_busy"`
-	Peak         int           `json:"peak_calls_per_100ms"`
-	Stall        time.Duration `json:"longest_stall_ns"`
+	LimitMedian  int     `json:"limit_sum_median"`
+	MeanInSystem float64 `json:"engine_mean_in_system"`
+	MeanBusy     float64 `json:"engine_mean_busy"`
+	Peak         int     `json:"peak_calls_per_100ms"`
+	// PeakAckPending is the most reads the durable had delivered and not
+	// settled (its MaxAckPending slots in use), sampled every 100ms.
+	PeakAckPending int           `json:"peak_ack_pending"`
+	Stall          time.Duration `json:"longest_stall_ns"`
 }
 
 // deadLettered is the total of DeadLetters.
@@ -169,13 +172,13 @@ func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleet
 	if err != nil {
 		return out, err
 	}
-	smp := sample(f, spec.replicas, srv.Engine)
+	smp := sample(f, spec.replicas, srv.Engine, cons)
 	wctx, cancel := context.WithTimeout(ctx, c.Longest)
 	out.Stall, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, f.ended)
 	cancel()
 	out.Elapsed = time.Since(f.started)
 	st := srv.Stats()
-	limits, inSystem, busy := smp.stop()
+	limits, inSystem, busy, peakAckPending := smp.stop()
 	switch {
 	case err == nil:
 		out.Drained = true
@@ -209,6 +212,7 @@ func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleet
 	out.RetriesSpent = int(f.counter("retries_total", map[string]string{"budget": "spent"}))
 	out.RetriesDenied = int(f.counter("retries_total", map[string]string{"budget": "denied"}))
 	out.LimitMedian, out.MeanInSystem, out.MeanBusy = median(limits), mean(inSystem), mean(busy)
+	out.PeakAckPending = peakAckPending
 	return out, nil
 }
 

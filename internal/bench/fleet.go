@@ -206,19 +206,21 @@ func (f *fleet) counter(name string, want map[string]string) float64 {
 	return sum
 }
 
-// sampler samples the fleet's summed limit and the engine's calls in the
-// system and busy servers every 100ms until stop.
+// sampler samples the fleet's summed limit, the engine's calls in the
+// system and busy servers, and the durable's reads pending acks every 100ms
+// until stop.
 type sampler struct {
 	quit chan struct{}
 	done chan struct{}
 
-	mu       sync.Mutex
-	limits   []int
-	inSystem []int
-	busy     []int
+	mu             sync.Mutex
+	limits         []int
+	inSystem       []int
+	busy           []int
+	peakAckPending int
 }
 
-func sample(f *fleet, replicas int, eng *enginetest.Engine) *sampler {
+func sample(f *fleet, replicas int, eng *enginetest.Engine, cons jetstream.Consumer) *sampler {
 	s := &sampler{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -231,7 +233,12 @@ func sample(f *fleet, replicas int, eng *enginetest.Engine) *sampler {
 			case <-t.C:
 			}
 			st := eng.Stats()
+			ackPending := 0
+			if info, err := infoWithin(context.Background(), cons, infoTimeout); err == nil {
+				ackPending = info.NumAckPending
+			}
 			s.mu.Lock()
+			s.peakAckPending = max(s.peakAckPending, ackPending)
 			s.limits = append(s.limits, f.limitSum(replicas))
 			s.inSystem = append(s.inSystem, st.InSystem)
 			s.busy = append(s.busy, st.Busy)
@@ -241,11 +248,13 @@ func sample(f *fleet, replicas int, eng *enginetest.Engine) *sampler {
 	return s
 }
 
-// stop ends the sampling; limits are the summed limits sampled.
-func (s *sampler) stop() (limits, inSystem, busy []int) {
+// stop ends the sampling and returns the samples: the summed limits, the
+// engine's calls in the system and busy servers, and the most reads the
+// durable had pending acks.
+func (s *sampler) stop() (limits, inSystem, busy []int, peakAckPending int) {
 	close(s.quit)
 	<-s.done
-	return s.limits, s.inSystem, s.busy
+	return s.limits, s.inSystem, s.busy, s.peakAckPending
 }
 
 func median(v []int) int {
