@@ -100,10 +100,14 @@ func TestRunSmoke(t *testing.T) {
 	assert.Positive(t, rep.CycleOpen.Rows[0].Adaptive.Calls)
 	assert.Positive(t, rep.CycleOpen.Rows[0].Fixed.Calls)
 
+	require.NotNil(t, rep.RetryBudget)
+	assert.Positive(t, rep.RetryBudget.Budget.Calls)
+	assert.Positive(t, rep.RetryBudget.NoBudget.Calls)
+
 	var table strings.Builder
 	require.NoError(t, bench.WriteTable(&table, rep))
 	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)",
-		"capacity 2 replica(s)", "cycle-open 2 replica(s)"} {
+		"capacity 2 replica(s)", "cycle-open 2 replica(s)", "retry-budget 100 reads"} {
 		assert.Contains(t, table.String(), want)
 	}
 	_, err = json.Marshal(rep)

@@ -143,25 +143,38 @@ func runCapacity(ctx context.Context, e *env, cfg Config) (*Capacity, error) {
 }
 
 // drainFleet publishes the backlog, then drains it with spec's fleet
-// against a fresh engine, until every read is settled or the deadline.
+// against a fresh engine of c's, until every read is settled or the
+// deadline.
 func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleetSpec) (FleetRun, error) {
+	srv, err := newEngine(ctx, c.Engine, cfg.Seed, uint64(spec.replicas)<<1|b2u(spec.adaptive))
+	if err != nil {
+		return FleetRun{}, err
+	}
+	defer srv.Close()
+	out, err := drainBacklog(ctx, e, srv, c.N, c.Longest, fmt.Sprintf("capacity-%d-%t", spec.replicas, spec.adaptive), spec)
+	if err != nil {
+		return out, err
+	}
+	out.GoodputOverC = out.Goodput / c.Engine.Capacity
+	out.DrainOverIdeal = out.Elapsed.Seconds() / c.Ideal.Seconds()
+	out.P99OverService = out.P99.Seconds() / c.Engine.ServiceTime.Seconds()
+	return out, nil
+}
+
+// drainBacklog publishes n reads, then drains them with spec's fleet on
+// durable against srv, until every read is settled or longest has passed.
+func drainBacklog(ctx context.Context, e *env, srv *enginetest.Server, n int, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
 	var out FleetRun
 	if err := e.reset(ctx); err != nil {
 		return out, err
 	}
 	var last uint64
 	var err error
-	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, c.N) })
+	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, n) })
 	if err != nil {
 		return out, err
 	}
-	srv, err := newEngine(ctx, c.Engine, cfg.Seed, uint64(spec.replicas)<<1|b2u(spec.adaptive))
-	if err != nil {
-		return out, err
-	}
-	defer srv.Close()
 	spec.url = srv.URL
-	durable := fmt.Sprintf("capacity-%d-%t", spec.replicas, spec.adaptive)
 	cons, err := e.durable(ctx, durable, 0)
 	if err != nil {
 		return out, err
@@ -173,7 +186,7 @@ func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleet
 		return out, err
 	}
 	smp := sample(f, spec.replicas, srv.Engine, cons)
-	wctx, cancel := context.WithTimeout(ctx, c.Longest)
+	wctx, cancel := context.WithTimeout(ctx, longest)
 	out.Stall, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, f.ended)
 	cancel()
 	out.Elapsed = time.Since(f.started)
@@ -193,14 +206,11 @@ func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleet
 	}
 	out.Billed, out.Calls, out.Shed, out.Duplicates = st.Billed, st.Calls, st.Shed, st.Duplicates
 	out.Goodput = float64(st.Billed) / out.Elapsed.Seconds()
-	out.GoodputOverC = out.Goodput / c.Engine.Capacity
-	out.DrainOverIdeal = out.Elapsed.Seconds() / c.Ideal.Seconds()
 	if st.Calls > 0 {
 		out.ShedShare = float64(st.Shed) / float64(st.Calls)
 	}
 	lat := srv.Latencies()
 	out.P50, out.P99 = lat.Quantile(0.5), lat.Quantile(0.99)
-	out.P99OverService = out.P99.Seconds() / c.Engine.ServiceTime.Seconds()
 	out.Peak = srv.PeakArrivals()
 	out.DeadLetters = map[string]int{}
 	for _, reason := range []string{"permanent", "exhausted", "expired"} {

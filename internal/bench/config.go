@@ -20,12 +20,15 @@ const (
 	// against a rate engine with a capacity.
 	ScenarioCapacity  = "capacity"
 	ScenarioCycleOpen = "cycle-open"
+	// ScenarioRetryBudget is one replica's held retries against the retry
+	// budget.
+	ScenarioRetryBudget = "retry-budget"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
 	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen}
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget}
 }
 
 // Config says what to run and how big.
@@ -49,13 +52,15 @@ type Config struct {
 	// MemoryN is the backlog the consumer binary drains in the memory
 	// scenario.
 	MemoryN int
-	// CapacityN is the backlog each fleet drains in the capacity scenario;
+	// CapacityN is the backlog each fleet drains in the capacity and
+	// retry-budget scenarios;
 	// Replicas are the fleet sizes of the capacity and cycle-open
 	// scenarios.
 	CapacityN int
 	Replicas  []int
 	// FleetSlack is how long past the ideal drain (backlog / capacity) a
-	// fleet of the capacity scenario may take before it is stopped;
+	// fleet of the capacity scenario may take before it is stopped, and
+	// how long the retry-budget scenario's replica may take;
 	// CycleWindow is how long the cycle-open
 	// scenario measures each fleet from its start.
 	FleetSlack  time.Duration

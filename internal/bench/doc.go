@@ -28,7 +28,10 @@
 //     capacity, with the adaptive limit and the retry budget as the binary
 //     builds them, and with 32 calls at once per replica as before them;
 //   - cycle-open: the same fleets started at one instant, as when a billing
-//     cycle opens, and their first seconds.
+//     cycle opens, and their first seconds;
+//   - retry-budget: one replica draining a backlog of which a fifth fails
+//     once, with the retry budget on and off: how long the retries it
+//     holds take, and the MaxAckPending slots they hold.
 //
 // Run returns a Report; WriteTable prints it; cmd/consumer-bench is the
 // command. Every random source that can be is seeded from Config.Seed. The

@@ -91,6 +91,9 @@ type fleetSpec struct {
 	// together builds every replica first and starts them all at one
 	// instant; otherwise each starts as soon as it is built.
 	together bool
+	// noBudget leaves the retry budget off, the adaptive limit as adaptive
+	// says.
+	noBudget bool
 }
 
 // fleet is a running fleet.
@@ -126,6 +129,9 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 				}
 				var o stream.Options
 				o, lim, err = productionOptions(ctx, js, topo, sink, reg, spec.adaptive, spec.seed+uint64(i))
+				if spec.noBudget {
+					o.Budget = nil
+				}
 				return o, err
 			})
 			if err != nil {

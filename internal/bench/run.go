@@ -23,8 +23,9 @@ type Report struct {
 	Memory   *Memory     `json:"memory,omitempty"`
 	Scaling  *Scaling    `json:"scaling,omitempty"`
 
-	Capacity  *Capacity  `json:"capacity,omitempty"`
-	CycleOpen *CycleOpen `json:"cycle_open,omitempty"`
+	Capacity    *Capacity    `json:"capacity,omitempty"`
+	CycleOpen   *CycleOpen   `json:"cycle_open,omitempty"`
+	RetryBudget *RetryBudget `json:"retry_budget,omitempty"`
 }
 
 // RunConfig is the part of Config a report records.
@@ -80,6 +81,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioScaling, func() (err error) { rep.Scaling, err = runScaling(ctx, e, cfg); return err }},
 		{ScenarioCapacity, func() (err error) { rep.Capacity, err = runCapacity(ctx, e, cfg); return err }},
 		{ScenarioCycleOpen, func() (err error) { rep.CycleOpen, err = runCycleOpen(ctx, e, cfg); return err }},
+		{ScenarioRetryBudget, func() (err error) { rep.RetryBudget, err = runRetryBudget(ctx, e, cfg); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.Runs(s.name) {

@@ -163,6 +163,19 @@ func (r *Report) Rows() []Row {
 				Baseline: ratio(f.GoodputOverC) + " C", Ours: ratio(a.GoodputOverC) + " C"})
 		}
 	}
+	if b := r.RetryBudget; b != nil {
+		name := fmt.Sprintf("retry-budget %d reads, %.0f%% fail once", b.N, 100*b.FailShare)
+		drain := func(v FleetRun) string {
+			if !v.Drained {
+				return fmt.Sprintf("not drained in %s: %d reads left", b.Longest.Round(time.Second), b.left(v))
+			}
+			return ms(v.Elapsed)
+		}
+		add(Row{Scenario: name, Measure: "time to drain (1 replica, limit on)", Baseline: "budget off " + drain(b.NoBudget), Ours: "budget on " + drain(b.Budget)})
+		add(Row{Scenario: name, Measure: "retries spent / denied; durable's peak ack pending",
+			Baseline: fmt.Sprintf("%d / %d; %d", b.NoBudget.RetriesSpent, b.NoBudget.RetriesDenied, b.NoBudget.PeakAckPending),
+			Ours:     fmt.Sprintf("%d / %d; %d", b.Budget.RetriesSpent, b.Budget.RetriesDenied, b.Budget.PeakAckPending)})
+	}
 	return rows
 }
 
