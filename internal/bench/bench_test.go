@@ -58,6 +58,7 @@ func TestRunSmoke(t *testing.T) {
 	cfg := bench.Smoke()
 	cfg.N, cfg.StormN, cfg.MemoryN, cfg.SteadyFor = 1000, 200, 5000, time.Second
 	cfg.Pulls = []int{32, 64}
+	cfg.CapacityN, cfg.Replicas, cfg.FleetSlack, cfg.CycleWindow = 100, []int{2}, 2*time.Second, 300*time.Millisecond
 	cfg.Binary, cfg.BinaryEnv = os.Args[0], []string{childEnv}
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
@@ -71,6 +72,7 @@ func TestRunSmoke(t *testing.T) {
 	}
 	require.NotNil(t, rep.HTTP)
 	assert.Positive(t, rep.HTTP.Ratio)
+	assert.Positive(t, rep.HTTP.FixedRatio)
 	require.NotNil(t, rep.Storm)
 	assert.Equal(t, 200, rep.Storm.Jitter.Spread.Count, "every read came back once")
 	assert.Equal(t, 200, rep.Storm.Fixed.Spread.Count)
@@ -88,9 +90,24 @@ func TestRunSmoke(t *testing.T) {
 	require.Len(t, rep.Scaling.Rows, 3)
 	assert.Equal(t, []int{1, 2, 4}, []int{rep.Scaling.Rows[0].Instances, rep.Scaling.Rows[1].Instances, rep.Scaling.Rows[2].Instances})
 
+	require.NotNil(t, rep.Capacity)
+	require.Len(t, rep.Capacity.Rows, 1)
+	assert.Equal(t, 2, rep.Capacity.Rows[0].Replicas)
+	assert.Positive(t, rep.Capacity.Rows[0].Adaptive.Calls, "the adaptive fleet called the engine")
+	assert.Positive(t, rep.Capacity.Rows[0].Fixed.Calls, "and the fixed one")
+	require.NotNil(t, rep.CycleOpen)
+	require.Len(t, rep.CycleOpen.Rows, 1)
+	assert.Positive(t, rep.CycleOpen.Rows[0].Adaptive.Calls)
+	assert.Positive(t, rep.CycleOpen.Rows[0].Fixed.Calls)
+
+	require.NotNil(t, rep.RetryBudget)
+	assert.Positive(t, rep.RetryBudget.Budget.Calls)
+	assert.Positive(t, rep.RetryBudget.NoBudget.Calls)
+
 	var table strings.Builder
 	require.NoError(t, bench.WriteTable(&table, rep))
-	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)"} {
+	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)",
+		"capacity 2 replica(s)", "cycle-open 2 replica(s)", "retry-budget 100 reads"} {
 		assert.Contains(t, table.String(), want)
 	}
 	_, err = json.Marshal(rep)
@@ -100,6 +117,13 @@ func TestRunSmoke(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	cfg := bench.Defaults()
 	require.NoError(t, cfg.Validate())
+	cfg.Replicas = []int{1, 65}
+	assert.ErrorContains(t, cfg.Validate(), "replicas 65 must be in [1, 64]")
+	cfg.Replicas = nil
+	assert.ErrorContains(t, cfg.Validate(), "at least one fleet size")
+	cfg.Scenarios = []string{"overhead"}
+	assert.NoError(t, cfg.Validate(), "no fleet scenario, no fleet size needed")
+	cfg = bench.Defaults()
 	cfg.Scenarios = []string{"overhead", "nope"}
 	assert.ErrorContains(t, cfg.Validate(), `unknown scenario "nope"`)
 	cfg = bench.Smoke()

@@ -16,11 +16,19 @@ const (
 	ScenarioSteady   = "steady"
 	ScenarioMemory   = "memory"
 	ScenarioScaling  = "scaling"
+	// ScenarioCapacity and ScenarioCycleOpen put fleets of pipelines
+	// against a rate engine with a capacity.
+	ScenarioCapacity  = "capacity"
+	ScenarioCycleOpen = "cycle-open"
+	// ScenarioRetryBudget is one replica's held retries against the retry
+	// budget.
+	ScenarioRetryBudget = "retry-budget"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
-	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling}
+	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget}
 }
 
 // Config says what to run and how big.
@@ -44,6 +52,24 @@ type Config struct {
 	// MemoryN is the backlog the consumer binary drains in the memory
 	// scenario.
 	MemoryN int
+	// CapacityN is the backlog each fleet drains in the capacity and
+	// retry-budget scenarios;
+	// Replicas are the fleet sizes of the capacity and cycle-open
+	// scenarios.
+	CapacityN int
+	Replicas  []int
+	// FleetSlack is how long past the ideal drain (backlog / capacity) a
+	// fleet of the capacity scenario may take before it is stopped, and
+	// how long the retry-budget scenario's replica may take;
+	// CycleWindow is how long the cycle-open
+	// scenario measures each fleet from its start.
+	FleetSlack  time.Duration
+	CycleWindow time.Duration
+	// Seed seeds every random source the bench can seed: the rate
+	// engines' shedding and service times, and each replica's limiter and
+	// retry jitter.
+	Seed uint64
+
 	// Binary is the consumer binary the memory scenario runs as a child
 	// ("" skips the child); BinaryEnv is added to its environment.
 	Binary    string
@@ -56,11 +82,16 @@ type Config struct {
 // Defaults is the full run: under five minutes on a 2-core machine.
 func Defaults() Config {
 	return Config{
-		N:         200_000,
-		Pulls:     []int{32, 64, 128, 256},
-		StormN:    10_000,
-		SteadyFor: 10 * time.Second,
-		MemoryN:   1_000_000,
+		N:           200_000,
+		Pulls:       []int{32, 64, 128, 256},
+		StormN:      10_000,
+		SteadyFor:   10 * time.Second,
+		MemoryN:     1_000_000,
+		CapacityN:   20_000,
+		Replicas:    []int{1, 4, 16},
+		FleetSlack:  30 * time.Second,
+		CycleWindow: 5 * time.Second,
+		Seed:        20261130,
 	}
 }
 
@@ -68,11 +99,16 @@ func Defaults() Config {
 // figures mean little.
 func Smoke() Config {
 	return Config{
-		N:         2_000,
-		Pulls:     []int{32, 64, 128, 256},
-		StormN:    500,
-		SteadyFor: 2 * time.Second,
-		MemoryN:   20_000,
+		N:           2_000,
+		Pulls:       []int{32, 64, 128, 256},
+		StormN:      500,
+		SteadyFor:   2 * time.Second,
+		MemoryN:     20_000,
+		CapacityN:   400,
+		Replicas:    []int{1, 4},
+		FleetSlack:  5 * time.Second,
+		CycleWindow: time.Second,
+		Seed:        20261130,
 	}
 }
 
@@ -84,8 +120,11 @@ func (c Config) Validate() error {
 		}
 	}
 	switch {
-	case c.N < 1 || c.StormN < 1 || c.MemoryN < 1:
-		return fmt.Errorf("bench: n (%d), storm n (%d) and memory n (%d) must be >= 1", c.N, c.StormN, c.MemoryN)
+	case c.N < 1 || c.StormN < 1 || c.MemoryN < 1 || c.CapacityN < 1:
+		return fmt.Errorf("bench: n (%d), storm n (%d), memory n (%d) and capacity n (%d) must be >= 1",
+			c.N, c.StormN, c.MemoryN, c.CapacityN)
+	case c.FleetSlack <= 0 || c.CycleWindow <= 0:
+		return fmt.Errorf("bench: fleet slack (%s) and cycle window (%s) must be > 0", c.FleetSlack, c.CycleWindow)
 	case c.SteadyFor <= 0 || c.SteadyRate < 0:
 		return fmt.Errorf("bench: steady duration (%s) must be > 0 and its rate (%d) >= 0", c.SteadyFor, c.SteadyRate)
 	case len(c.Pulls) == 0:
@@ -96,10 +135,19 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: pull size %d must be >= 1", p)
 		}
 	}
+	for _, r := range c.Replicas {
+		if r < 1 || r > maxReplicas {
+			return fmt.Errorf("bench: replicas %d must be in [1, %d]", r, maxReplicas)
+		}
+	}
+	if len(c.Replicas) == 0 && (c.Runs(ScenarioCapacity) || c.Runs(ScenarioCycleOpen)) {
+		return errors.New("bench: at least one fleet size (replicas)")
+	}
 	return nil
 }
 
-func (c Config) runs(s string) bool {
+// Runs reports whether the configuration runs scenario s.
+func (c Config) Runs(s string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, s)
 }
 

@@ -9,8 +9,10 @@
 //   - overhead: the full pipeline (stream.New + Run, a no-op sink, real
 //     metrics and a JSON logger) against a bare jetstream Consume loop that
 //     only acks, at several pull sizes;
-//   - http: the pipeline with the real HTTP sink against a bare Go HTTP client
-//     posting the same bodies to the same loopback server;
+//   - http: the pipeline with the real HTTP sink and the production options
+//     (the adaptive limit and the retry budget on, the breaker on) against a
+//     bare Go HTTP client posting the same bodies to the same loopback
+//     server, with the limit off beside it;
 //   - storm: reads that all fail once at the same time, redelivered with full
 //     jitter or with a fixed delay (NakWithDelay), and how peaky the
 //     redeliveries are;
@@ -20,8 +22,19 @@
 //     backlog (VmHWM), and the in-process heap of the pipeline and the bare
 //     loop;
 //   - scaling: 1, 2 and 4 consumer instances on one durable, with the CPU
-//     split between the server and the clients.
+//     split between the server and the clients;
+//   - capacity: fleets of 1, 4 and 16 replicas (independent pipelines on one
+//     durable) draining a backlog against an enginetest rate engine with a
+//     capacity, with the adaptive limit and the retry budget as the binary
+//     builds them, and with 32 calls at once per replica as before them;
+//   - cycle-open: the same fleets started at one instant, as when a billing
+//     cycle opens, and their first seconds;
+//   - retry-budget: one replica draining a backlog of which a fifth fails
+//     once, with the retry budget on and off: how long the retries it
+//     holds take, and the MaxAckPending slots they hold.
 //
-// Run returns a Report; WriteTable prints it. Goroutines started here end
-// with the scenario that started them.
+// Run returns a Report; WriteTable prints it; cmd/consumer-bench is the
+// command. Every random source that can be is seeded from Config.Seed. The
+// bench asserts nothing: it measures. Goroutines started here end with the
+// scenario that started them.
 package bench

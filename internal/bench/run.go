@@ -22,6 +22,10 @@ type Report struct {
 	Steady   *Steady     `json:"steady,omitempty"`
 	Memory   *Memory     `json:"memory,omitempty"`
 	Scaling  *Scaling    `json:"scaling,omitempty"`
+
+	Capacity    *Capacity    `json:"capacity,omitempty"`
+	CycleOpen   *CycleOpen   `json:"cycle_open,omitempty"`
+	RetryBudget *RetryBudget `json:"retry_budget,omitempty"`
 }
 
 // RunConfig is the part of Config a report records.
@@ -32,6 +36,9 @@ type RunConfig struct {
 	StormN    int           `json:"storm_n"`
 	SteadyFor time.Duration `json:"steady_for_ns"`
 	MemoryN   int           `json:"memory_n"`
+	CapacityN int           `json:"capacity_n"`
+	Replicas  []int         `json:"replicas"`
+	Seed      uint64        `json:"seed"`
 }
 
 // steadyRateCap bounds the steady scenario's publish rate.
@@ -45,6 +52,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
 		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, MemoryN: cfg.MemoryN,
+		CapacityN: cfg.CapacityN, Replicas: cfg.Replicas, Seed: cfg.Seed,
 	}}
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
@@ -71,9 +79,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioSteady, func() (err error) { rep.Steady, err = runSteady(ctx, e, cfg, steadyRate(cfg, rep.HTTP)); return err }},
 		{ScenarioMemory, func() (err error) { rep.Memory, err = runMemory(ctx, e, cfg); return err }},
 		{ScenarioScaling, func() (err error) { rep.Scaling, err = runScaling(ctx, e, cfg); return err }},
+		{ScenarioCapacity, func() (err error) { rep.Capacity, err = runCapacity(ctx, e, cfg); return err }},
+		{ScenarioCycleOpen, func() (err error) { rep.CycleOpen, err = runCycleOpen(ctx, e, cfg); return err }},
+		{ScenarioRetryBudget, func() (err error) { rep.RetryBudget, err = runRetryBudget(ctx, e, cfg); return err }},
 	}
 	for _, s := range steps {
-		if !cfg.runs(s.name) {
+		if !cfg.Runs(s.name) {
 			continue
 		}
 		t0 := time.Now()

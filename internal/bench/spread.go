@@ -18,7 +18,7 @@ type Spread struct {
 // spreadOf measures times (sorted in place) with a sliding window against a
 // band of windows windows.
 func spreadOf(times []time.Time, window time.Duration, windows int) Spread {
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	sortTimes(times)
 	s := Spread{Count: len(times), Peak: peakIn(times, window), Windows: max(windows, 1)}
 	s.Mean = float64(s.Count) / float64(s.Windows)
 	if s.Mean > 0 {
@@ -58,4 +58,10 @@ func percentilesOf(ds []time.Duration) Percentiles {
 	}
 	slices.Sort(ds)
 	return Percentiles{P50: ds[len(ds)/2], P99: ds[len(ds)*99/100], Max: ds[len(ds)-1]}
+}
+
+// sortTimes sorts ts in place and returns it.
+func sortTimes(ts []time.Time) []time.Time {
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	return ts
 }

@@ -26,6 +26,17 @@ func met(ok bool) string {
 	return "no"
 }
 
+func runs(v []float64) string {
+	out := ""
+	for i, x := range v {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%.0f", x)
+	}
+	return out
+}
+
 func rate(v float64) string   { return fmt.Sprintf("%.0f/s", v) }
 func micros(v float64) string { return fmt.Sprintf("%.2f µs", v) }
 func ratio(v float64) string  { return fmt.Sprintf("%.2f", v) }
@@ -57,10 +68,17 @@ func (r *Report) Rows() []Row {
 		}
 	}
 	if h := r.HTTP; h != nil {
-		add(Row{Scenario: "http end to end", Measure: "msgs/s, best of 2", Baseline: "bare client " + rate(h.Bare.MsgsPerSec),
-			Ours: rate(h.Ours.MsgsPerSec), Ratio: ratio(h.Ratio), Target: ">= 0.8", Met: met(h.Ratio >= 0.8)})
-		add(Row{Scenario: "http end to end", Measure: "process CPU/msg (server incl.)", Baseline: micros(h.Bare.CPUMicros),
-			Ours: micros(h.Ours.CPUMicros), Ratio: ratio(h.Ours.CPUMicros / h.Bare.CPUMicros)})
+		name := fmt.Sprintf("http end to end, %d reads", h.N)
+		add(Row{Scenario: name, Measure: fmt.Sprintf("msgs/s, best of %d; ours: adaptive limit on (limit at the end %d)", len(h.Ours.Runs), h.Limit),
+			Baseline: "bare client " + rate(h.Bare.MsgsPerSec), Ours: rate(h.Ours.MsgsPerSec), Ratio: ratio(h.Ratio), Target: ">= 0.8", Met: met(h.Ratio >= 0.8)})
+		add(Row{Scenario: name, Measure: "ours with the limit and budget off (diagnostic)", Baseline: "bare client " + rate(h.Bare.MsgsPerSec),
+			Ours: rate(h.Fixed.MsgsPerSec), Ratio: ratio(h.FixedRatio)})
+		add(Row{Scenario: name, Measure: "every run, msgs/s", Baseline: runs(h.Bare.Runs), Ours: runs(h.Ours.Runs) + "; off " + runs(h.Fixed.Runs)})
+		add(Row{Scenario: name, Measure: "process CPU/msg (server incl.); ratio: ours with the limit off", Baseline: micros(h.Bare.CPUMicros),
+			Ours: micros(h.Ours.CPUMicros) + "; off " + micros(h.Fixed.CPUMicros), Ratio: ratio(h.Fixed.CPUMicros / h.Bare.CPUMicros)})
+		if stall := max(h.Bare.Stall, h.Ours.Stall, h.Fixed.Stall); stall >= time.Second {
+			add(Row{Scenario: name, Measure: "longest ack-floor stall in a run", Baseline: "n/a (no durable)", Ours: ms(h.Ours.Stall) + "; off " + ms(h.Fixed.Stall)})
+		}
 	}
 	if s := r.Storm; s != nil {
 		name := fmt.Sprintf("storm %d x 503", s.N)
@@ -113,7 +131,87 @@ func (r *Report) Rows() []Row {
 				Ours: fmt.Sprintf("busy %.0f%% of %d CPUs, %.2f µs/msg%s", 100*x.CPUBusy, s.CPUs, x.CPUMicros, split)})
 		}
 	}
+	if c := r.Capacity; c != nil {
+		for _, x := range c.Rows {
+			name := fmt.Sprintf("capacity %d replica(s)", x.Replicas)
+			a, f := x.Adaptive, x.Fixed
+			add(Row{Scenario: name, Measure: fmt.Sprintf("goodput / C (%.0f/s); drain / ideal (%s)", c.Engine.Capacity, ms(c.Ideal)),
+				Baseline: "fixed " + goodput(f, c.Longest), Ours: goodput(a, c.Longest),
+				Target: ">= 0.9 C", Met: met(a.Drained && a.GoodputOverC >= 0.9)})
+			add(Row{Scenario: name, Measure: "calls the engine rejected (503)", Baseline: share(f.Shed, f.Calls), Ours: share(a.Shed, a.Calls),
+				Target: "<= 10%", Met: met(a.ShedShare <= 0.1)})
+			add(Row{Scenario: name, Measure: fmt.Sprintf("engine p99 latency / unloaded (%s); p50", ms(c.Engine.ServiceTime)),
+				Baseline: latencies(f), Ours: latencies(a), Target: "<= 2x", Met: met(a.P99OverService <= 2)})
+			add(Row{Scenario: name, Measure: "dead-lettered (all for overload)", Baseline: deadLetters(f), Ours: deadLetters(a),
+				Target: "ours 0", Met: met(a.deadLettered() == 0)})
+			add(Row{Scenario: name, Measure: "breaker opened; retries spent / denied; fleet limit (median sum)",
+				Baseline: fleetState(f), Ours: fleetState(a)})
+			add(Row{Scenario: name, Measure: "engine: mean busy servers / in system; peak calls per 100ms; durable's peak ack pending",
+				Baseline: engineState(f), Ours: engineState(a)})
+		}
+	}
+	if c := r.CycleOpen; c != nil {
+		perWindow := c.Engine.Capacity * spreadWindow.Seconds()
+		for _, x := range c.Rows {
+			name := fmt.Sprintf("cycle-open %d replica(s)", x.Replicas)
+			a, f := x.Adaptive, x.Fixed
+			add(Row{Scenario: name, Measure: fmt.Sprintf("peak calls in 100ms / capacity per 100ms (%.0f)", perWindow),
+				Baseline: fmt.Sprintf("fixed %d (%.2fx)", f.Peak, f.PeakOverCapacity), Ours: fmt.Sprintf("%d (%.2fx)", a.Peak, a.PeakOverCapacity)})
+			add(Row{Scenario: name, Measure: fmt.Sprintf("calls rejected in the first %s", c.Window),
+				Baseline: share(int64(f.Shed), int64(f.Calls)), Ours: share(int64(a.Shed), int64(a.Calls))})
+			add(Row{Scenario: name, Measure: fmt.Sprintf("billed in the first %s / C", c.Window),
+				Baseline: ratio(f.GoodputOverC) + " C", Ours: ratio(a.GoodputOverC) + " C"})
+		}
+	}
+	if b := r.RetryBudget; b != nil {
+		name := fmt.Sprintf("retry-budget %d reads, %.0f%% fail once", b.N, 100*b.FailShare)
+		drain := func(v FleetRun) string {
+			if !v.Drained {
+				return fmt.Sprintf("not drained in %s: %d reads left", b.Longest.Round(time.Second), b.left(v))
+			}
+			return ms(v.Elapsed)
+		}
+		add(Row{Scenario: name, Measure: "time to drain (1 replica, limit on)", Baseline: "budget off " + drain(b.NoBudget), Ours: "budget on " + drain(b.Budget)})
+		add(Row{Scenario: name, Measure: "retries spent / denied; durable's peak ack pending",
+			Baseline: fmt.Sprintf("%d / %d; %d", b.NoBudget.RetriesSpent, b.NoBudget.RetriesDenied, b.NoBudget.PeakAckPending),
+			Ours:     fmt.Sprintf("%d / %d; %d", b.Budget.RetriesSpent, b.Budget.RetriesDenied, b.Budget.PeakAckPending)})
+	}
 	return rows
+}
+
+// goodput is a fleet's goodput against the engine's capacity, and its drain
+// against the ideal.
+func goodput(r FleetRun, deadline time.Duration) string {
+	if !r.Drained {
+		return fmt.Sprintf("%.2f C (not drained in %s)", r.GoodputOverC, deadline.Round(time.Second))
+	}
+	return fmt.Sprintf("%.2f C (%.2fx)", r.GoodputOverC, r.DrainOverIdeal)
+}
+
+func share(part, whole int64) string {
+	if whole == 0 {
+		return "0 of 0"
+	}
+	return fmt.Sprintf("%.1f%% of %d", 100*float64(part)/float64(whole), whole)
+}
+
+func latencies(r FleetRun) string {
+	return fmt.Sprintf("%.2fx (%s); %s", r.P99OverService, ms(r.P99), ms(r.P50))
+}
+
+func deadLetters(r FleetRun) string {
+	if r.deadLettered() == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d %v", r.deadLettered(), r.DeadLetters)
+}
+
+func fleetState(r FleetRun) string {
+	return fmt.Sprintf("%d; %d / %d; %d", r.BreakerOpened, r.RetriesSpent, r.RetriesDenied, r.LimitMedian)
+}
+
+func engineState(r FleetRun) string {
+	return fmt.Sprintf("%.1f / %.1f; %d; %d", r.MeanBusy, r.MeanInSystem, r.Peak, r.PeakAckPending)
 }
 
 // WriteTable prints the rows as an aligned table.

@@ -112,7 +112,7 @@ func ours(e *env, instances int, build func(js jetstream.JetStream) (stream.Opti
 		labelled(ctx, sideConsumer, func(ctx context.Context) {
 			var rs []*running
 			for range instances {
-				one, oerr := startOne(ctx, e, durable, build)
+				one, oerr := startOne(ctx, e, durable, "bench-ours", nil, build)
 				if oerr != nil {
 					err = errors.Join(oerr, stopAll(rs).stop())
 					return
@@ -125,8 +125,11 @@ func ours(e *env, instances int, build func(js jetstream.JetStream) (stream.Opti
 	}
 }
 
-func startOne(ctx context.Context, e *env, durable string, build func(js jetstream.JetStream) (stream.Options, error)) (*running, error) {
-	nc, js, cons, err := connect(ctx, e, "bench-ours", durable)
+// startOne connects as name, builds a consumer with build's options and
+// runs it on durable once release is closed (at once when it is nil).
+func startOne(ctx context.Context, e *env, durable, name string, release <-chan struct{},
+	build func(js jetstream.JetStream) (stream.Options, error)) (*running, error) {
+	nc, js, cons, err := connect(ctx, e, name, durable)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +147,15 @@ func startOne(ctx context.Context, e *env, durable string, build func(js jetstre
 	done := make(chan error, 1)
 	ended := make(chan struct{})
 	go func() {
+		if release != nil {
+			select {
+			case <-release:
+			case <-runCtx.Done():
+				done <- nil
+				close(ended)
+				return
+			}
+		}
 		done <- c.Run(runCtx, cons)
 		close(ended)
 	}()
@@ -181,13 +193,22 @@ func stopAll(rs []*running) *running {
 			}
 		}()
 	}
+	var stopOnce sync.Once
+	var stopErr error
 	return &running{ended: ended, stop: func() error {
-		var errs []error
-		for _, r := range rs {
-			errs = append(errs, r.stop())
-		}
-		close(quit)
-		wg.Wait()
-		return errors.Join(errs...)
+		stopOnce.Do(func() {
+			// Every one at once: a fleet stops together, and a stop may
+			// wait for calls in flight.
+			errs := make([]error, len(rs))
+			var stops sync.WaitGroup
+			for i, r := range rs {
+				stops.Go(func() { errs[i] = r.stop() })
+			}
+			stops.Wait()
+			close(quit)
+			wg.Wait()
+			stopErr = errors.Join(errs...)
+		})
+		return stopErr
 	}}
 }

@@ -1,0 +1,215 @@
+// Command consumer-bench measures the consumer against bare baselines run in
+// the same process, and against rate engines with a capacity: see
+// docs/PERFORMANCE.md. It is a separate binary so that the product binary
+// (cmd/consumer) does not carry the bench.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/meterline/meter-consumer/internal/bench"
+)
+
+// Exit codes, as cmd/consumer's.
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitBadUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const intro = `usage: consumer-bench [flags]
+
+Starts an in-process NATS server and measures the consumer against bare
+baselines run in the same process, and the fleet against rate engines with
+a capacity, reporting ratios (see docs/PERFORMANCE.md).
+
+Flags:
+`
+
+// flagOrder is the order --help lists the flags in.
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "consumer-binary", "smoke", "json", "cpuprofile"}
+
+// run parses the flags, runs the bench and prints its report; it returns
+// the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	def := bench.Defaults()
+	fs := flag.NewFlagSet("consumer-bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		n          = fs.Int("n", def.N, "reads per pass: overhead, scaling, in-process heap; http uses N/2")
+		scenario   = fs.String("scenario", "all", "one scenario, a comma-separated list, or all: "+strings.Join(bench.Scenarios(), ", "))
+		pulls      = fs.String("pulls", joinInts(def.Pulls), "pull sizes of the overhead scenario, comma-separated")
+		memoryN    = fs.Int("memory-n", def.MemoryN, "backlog the consumer binary drains in the memory scenario")
+		capacityN  = fs.Int("capacity-n", def.CapacityN, "backlog each fleet drains in the capacity scenario")
+		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
+		binary     = fs.String("consumer-binary", "", "the consumer binary the memory scenario runs (default: go build ./cmd/consumer into a temporary directory)")
+		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
+		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (goroutines labelled side=...)")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, intro)
+			printFlags(stdout, fs, flagOrder)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "consumer-bench: %v (consumer-bench --help)\n", err)
+		return exitBadUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "consumer-bench: unexpected argument %q (consumer-bench --help)\n", fs.Arg(0))
+		return exitBadUsage
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	cfg := def
+	if *smoke {
+		cfg = bench.Smoke()
+	}
+	if given["n"] {
+		cfg.N = *n
+	}
+	if given["memory-n"] {
+		cfg.MemoryN = *memoryN
+	}
+	if given["capacity-n"] {
+		cfg.CapacityN = *capacityN
+	}
+	if *scenario != "all" {
+		cfg.Scenarios = strings.Split(*scenario, ",")
+	}
+	for _, l := range []struct {
+		name, value string
+		to          *[]int
+	}{{"pulls", *pulls, &cfg.Pulls}, {"replicas", *replicas, &cfg.Replicas}} {
+		if !given[l.name] {
+			continue
+		}
+		v, err := parseInts(l.value)
+		if err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: --%s: %v\n", l.name, err)
+			return exitBadUsage
+		}
+		*l.to = v
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "consumer-%v\n", err)
+		return exitBadUsage
+	}
+	if !*smoke {
+		cfg.Progress = stderr // a smoke run (CI) prints only the table, or an error
+	}
+
+	if cfg.Runs(bench.ScenarioMemory) {
+		cfg.Binary = *binary
+		if cfg.Binary == "" {
+			dir, err := os.MkdirTemp("", "consumer-bench-bin-*")
+			if err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+				return exitFailure
+			}
+			defer os.RemoveAll(dir)
+			if cfg.Binary, err = bench.BuildConsumer(ctx, dir); err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the memory scenario (or give --consumer-binary): %v\n", err)
+				return exitFailure
+			}
+		}
+	}
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+			return exitFailure
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: cpu profile: %v\n", err)
+			return exitFailure
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+		return exitFailure
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(struct {
+			*bench.Report
+			Table []bench.Row `json:"table"`
+		}{rep, rep.Rows()})
+	} else {
+		err = bench.WriteTable(stdout, rep)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// printFlags writes the flags of fs named in names, in that order, one a
+// line: "  --name type  help (default x)". A default is left out when it is
+// empty or false.
+func printFlags(w io.Writer, fs *flag.FlagSet, names []string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		typ, help := flag.UnquoteUsage(f)
+		arg := "--" + f.Name
+		if typ != "" {
+			arg += " " + typ
+		}
+		if d := f.DefValue; d != "" && d != "false" {
+			help += " (default " + d + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", arg, help)
+	}
+	_ = tw.Flush()
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

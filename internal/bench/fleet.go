@@ -1,0 +1,287 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/limit"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// maxReplicas bounds a fleet: each replica is a connection, 32 workers and
+// an HTTP transport in this process.
+const maxReplicas = 64
+
+// productionControls builds the adaptive limit and the retry budget as the
+// binary does with its defaults (internal/service's loadControls on
+// config.Default(): the limit on, at most consumer.concurrency; the budget
+// 10% of first attempts plus 5 a second), drawing the limit's pauses from
+// rnd.
+func productionControls(rnd retry.Source) (*limit.Limiter, *budget.Budget, error) {
+	cfg := config.Default()
+	lim, err := limit.New(limit.Options{Max: cfg.Consumer.Concurrency, Rand: rnd})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return lim, b, nil
+}
+
+// productionBreaker is the binary's breaker with its defaults (internal/
+// service's breakerOptions on config.Default()).
+func productionBreaker() *breaker.Options {
+	b := config.Default().Breaker
+	return &breaker.Options{
+		Window: b.Window, MinCalls: b.MinCalls, FailureRatio: float64(b.FailurePercent) / 100,
+		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes,
+	}
+}
+
+// productionOptions are pipelineOptions with what the binary adds with its
+// defaults: the breaker, the records bucket of topo's durable, the
+// dead-letter duplicate window, and, when adaptive, the adaptive limit and
+// the retry budget (returned too). Its metrics go on reg, its random sources
+// are seeded from seed.
+func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.Topology, sink downstream.Sink,
+	reg *prometheus.Registry, adaptive bool, seed uint64) (stream.Options, *limit.Limiter, error) {
+	o := pipelineOptions(js, topo, sink, 0)
+	o.Metrics = stream.NewMetrics(reg)
+	o.Rand = retry.NewRand(seed)
+	o.Breaker = productionBreaker()
+	o.DeadLetterWindow = config.Default().DLQ.Duplicates
+	kv, err := js.KeyValue(ctx, topo.Bucket())
+	if err != nil {
+		return o, nil, fmt.Errorf("records bucket: %w", err)
+	}
+	o.Records = stream.KVRecords{KV: kv}
+	if !adaptive {
+		return o, nil, nil
+	}
+	lim, b, err := productionControls(retry.NewRand(seed + 1000))
+	o.Limiter, o.Budget = lim, b
+	return o, lim, err
+}
+
+// fleetSpec is a fleet of replicas on one durable, each an independent
+// pipeline with the production options: its own connection, HTTP sink,
+// breaker, records and, when adaptive, its own limit and retry budget.
+// Without adaptive it is the pipeline as it was before them: Concurrency
+// 32 calls at once whatever the engine can take, no limit, no budget.
+type fleetSpec struct {
+	replicas int
+	adaptive bool
+	url      string
+	seed     uint64
+	// together builds every replica first and starts them all at one
+	// instant; otherwise each starts as soon as it is built.
+	together bool
+	// noBudget leaves the retry budget off, the adaptive limit as adaptive
+	// says.
+	noBudget bool
+}
+
+// fleet is a running fleet.
+type fleet struct {
+	*running
+	started  time.Time // when the first replica was started, or all of them at once
+	limiters []*limit.Limiter
+	regs     []*prometheus.Registry
+}
+
+// startFleet starts spec's fleet on durable.
+func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*fleet, error) {
+	// Apart, the fleet's time starts before the first replica connects:
+	// its set-up counts against it.
+	f := &fleet{started: time.Now()}
+	var release chan struct{}
+	if spec.together {
+		release = make(chan struct{})
+	}
+	topo := e.topo
+	topo.Durable = durable
+	var rs []*running
+	var err error
+	labelled(ctx, sideConsumer, func(ctx context.Context) {
+		for i := range spec.replicas {
+			reg := prometheus.NewRegistry()
+			var lim *limit.Limiter
+			var one *running
+			one, err = startOne(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i), release, func(js jetstream.JetStream) (stream.Options, error) {
+				sink, err := httpSink(spec.url)
+				if err != nil {
+					return stream.Options{}, err
+				}
+				var o stream.Options
+				o, lim, err = productionOptions(ctx, js, topo, sink, reg, spec.adaptive, spec.seed+uint64(i))
+				if spec.noBudget {
+					o.Budget = nil
+				}
+				return o, err
+			})
+			if err != nil {
+				return
+			}
+			rs = append(rs, one)
+			f.regs = append(f.regs, reg)
+			if lim != nil {
+				f.limiters = append(f.limiters, lim)
+			}
+		}
+	})
+	if err != nil {
+		if release != nil {
+			close(release)
+		}
+		return nil, joinStop(err, stopAll(rs))
+	}
+	f.running = stopAll(rs)
+	if release != nil {
+		f.started = time.Now()
+		close(release)
+	}
+	return f, nil
+}
+
+func joinStop(err error, r *running) error {
+	if r == nil {
+		return err
+	}
+	if serr := r.stop(); serr != nil {
+		return fmt.Errorf("%w (stop: %w)", err, serr)
+	}
+	return err
+}
+
+// limitSum is the fleet's calls allowed in flight now: the sum of its
+// limits, or 32 a replica without them.
+func (f *fleet) limitSum(replicas int) int {
+	if len(f.limiters) == 0 {
+		return replicas * config.Default().Consumer.Concurrency
+	}
+	sum := 0
+	for _, l := range f.limiters {
+		sum += l.Limit()
+	}
+	return sum
+}
+
+// counter sums the samples of the counter or gauge meter_consumer_<name>
+// whose labels include want, over every replica.
+func (f *fleet) counter(name string, want map[string]string) float64 {
+	var sum float64
+	for _, reg := range f.regs {
+		mfs, err := reg.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "meter_consumer_"+name {
+				continue
+			}
+		metrics:
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					labels[lp.GetName()] = lp.GetValue()
+				}
+				for k, v := range want {
+					if labels[k] != v {
+						continue metrics
+					}
+				}
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// sampler samples the fleet's summed limit, the engine's calls in the
+// system and busy servers, and the durable's reads pending acks every 100ms
+// until stop.
+type sampler struct {
+	quit chan struct{}
+	done chan struct{}
+
+	mu             sync.Mutex
+	limits         []int
+	inSystem       []int
+	busy           []int
+	peakAckPending int
+}
+
+func sample(f *fleet, replicas int, eng *enginetest.Engine, cons jetstream.Consumer) *sampler {
+	s := &sampler{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-t.C:
+			}
+			st := eng.Stats()
+			ackPending := 0
+			if info, err := infoWithin(context.Background(), cons, infoTimeout); err == nil {
+				ackPending = info.NumAckPending
+			}
+			s.mu.Lock()
+			s.peakAckPending = max(s.peakAckPending, ackPending)
+			s.limits = append(s.limits, f.limitSum(replicas))
+			s.inSystem = append(s.inSystem, st.InSystem)
+			s.busy = append(s.busy, st.Busy)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the samples: the summed limits, the
+// engine's calls in the system and busy servers, and the most reads the
+// durable had pending acks.
+func (s *sampler) stop() (limits, inSystem, busy []int, peakAckPending int) {
+	close(s.quit)
+	<-s.done
+	return s.limits, s.inSystem, s.busy, s.peakAckPending
+}
+
+func median(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func mean(v []int) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := 0
+	for _, x := range v {
+		sum += x
+	}
+	return float64(sum) / float64(len(v))
+}
+
+// seeded is a math/rand source seeded from seed and salt, for an engine.
+func seeded(seed, salt uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, salt)) }
