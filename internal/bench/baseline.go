@@ -9,6 +9,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // fanOutWorkers is the pipeline's default Concurrency.
@@ -83,4 +87,46 @@ func consuming(nc *nats.Conn, cc jetstream.ConsumeContext, after func()) *runnin
 		})
 		return stopErr
 	}}
+}
+
+// delayedByServer is the comparison of the steady scenario: 32 goroutines that
+// post each read with the HTTP sink and, on a failure, NAK it at once with
+// the full-jitter delay of its attempt (NakWithDelay), leaving the delay to
+// the server's redelivery timer; the delay asked is given to naks, as the
+// pipeline's "nak" lines do. The pipeline holds the read instead (see
+// internal/stream's delayer).
+func delayedByServer(e *env, sink downstream.Sink, policy retry.Policy, rnd retry.Source, naks *nakCapture) starter {
+	return func(ctx context.Context, durable string) (r *running, err error) {
+		labelled(ctx, sideConsumer, func(ctx context.Context) {
+			nc, _, cons, cerr := connect(ctx, e, "bench-nakwithdelay", durable)
+			if cerr != nil {
+				err = cerr
+				return
+			}
+			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) {
+				md, merr := m.Metadata()
+				read, derr := meter.Decode(m.Data())
+				if merr != nil || derr != nil {
+					_ = m.Term()
+					return
+				}
+				if sink.Deliver(ctx, read) == nil {
+					_ = m.Ack()
+					return
+				}
+				delay := policy.Delay(md.NumDelivered, rnd)
+				naks.record(md.Sequence.Stream, delay)
+				_ = m.NakWithDelay(delay)
+			})
+			cc, cerr := cons.Consume(dispatch)
+			if cerr != nil {
+				after()
+				nc.Close()
+				err = fmt.Errorf("consume: %w", cerr)
+				return
+			}
+			r = consuming(nc, cc, after)
+		})
+		return r, err
+	}
 }

@@ -35,10 +35,15 @@ func (c *nakCapture) Handle(_ context.Context, r slog.Record) error {
 		}
 		return true
 	})
+	c.record(seq, delay)
+	return nil
+}
+
+// record keeps the delay asked for the read at stream sequence seq.
+func (c *nakCapture) record(seq uint64, delay time.Duration) {
 	c.mu.Lock()
 	c.delays[seq] = delay
 	c.mu.Unlock()
-	return nil
 }
 
 func (c *nakCapture) WithAttrs([]slog.Attr) slog.Handler { return c }

@@ -12,46 +12,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/breaker"
-	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // maxReplicas bounds a fleet: each replica is a connection, 32 workers and
 // an HTTP transport in this process.
 const maxReplicas = 64
-
-// productionControls builds the adaptive limit and the retry budget as the
-// binary does with its defaults (internal/service's loadControls on
-// config.Default(): the limit on, at most consumer.concurrency; the budget
-// 10% of first attempts plus 5 a second), drawing the limit's pauses from
-// rnd.
-func productionControls(rnd retry.Source) (*limit.Limiter, *budget.Budget, error) {
-	cfg := config.Default()
-	lim, err := limit.New(limit.Options{Max: cfg.Consumer.Concurrency, Rand: rnd})
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond)})
-	if err != nil {
-		return nil, nil, err
-	}
-	return lim, b, nil
-}
-
-// productionBreaker is the binary's breaker with its defaults (internal/
-// service's breakerOptions on config.Default()).
-func productionBreaker() *breaker.Options {
-	b := config.Default().Breaker
-	return &breaker.Options{
-		Window: b.Window, MinCalls: b.MinCalls, FailureRatio: float64(b.FailurePercent) / 100,
-		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes,
-	}
-}
 
 // productionOptions are pipelineOptions with what the binary adds with its
 // defaults: the breaker, the records bucket of topo's durable, the
@@ -63,7 +34,7 @@ func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.
 	o := pipelineOptions(js, topo, sink, 0)
 	o.Metrics = stream.NewMetrics(reg)
 	o.Rand = retry.NewRand(seed)
-	o.Breaker = productionBreaker()
+	o.Breaker = service.BreakerOptions(config.Default().Breaker)
 	o.DeadLetterWindow = config.Default().DLQ.Duplicates
 	kv, err := js.KeyValue(ctx, topo.Bucket())
 	if err != nil {
@@ -73,7 +44,7 @@ func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.
 	if !adaptive {
 		return o, nil, nil
 	}
-	lim, b, err := productionControls(retry.NewRand(seed + 1000))
+	lim, b, err := service.Controls(config.Default(), retry.NewRand(seed+1000))
 	o.Limiter, o.Budget = lim, b
 	return o, lim, err
 }

@@ -78,14 +78,22 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	}
 	defer e.drop(context.WithoutCancel(ctx), durable)
 	naks := newNakCapture()
-	r, err := ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+	start := ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
 		sink, err := httpSink(re.URL)
 		o := pipelineOptions(js, e.topo, sink, 0)
 		o.Policy = retry.DefaultPolicy()
 		o.Logger = slog.New(naks)
-		o.ServerSideDelay = serverSide
 		return o, err
-	})(ctx, durable)
+	})
+	if serverSide {
+		sink, serr := httpSink(re.URL)
+		if serr != nil {
+			return SteadyVariant{}, 0, serr
+		}
+		defer sink.CloseIdle()
+		start = delayedByServer(e, sink, retry.DefaultPolicy(), retry.NewRand(uint64(time.Now().UnixNano())), naks)
+	}
+	r, err := start(ctx, durable)
 	if err != nil {
 		return SteadyVariant{}, 0, err
 	}

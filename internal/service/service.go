@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 	defer stopSink()
-	lim, budg, err := loadControls(cfg, rnd)
+	lim, budg, err := Controls(cfg, rnd)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Metrics:          stream.NewMetrics(deps.Registry),
 		Logger:           log,
 		Rand:             rnd,
-		Breaker:          breakerOptions(cfg.Breaker),
+		Breaker:          BreakerOptions(cfg.Breaker),
 		Limiter:          lim,
 		Budget:           budg,
 		MaxReadAge:       cfg.Retry.MaxReadAge,
@@ -340,9 +340,9 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string
 	}, nil
 }
 
-// loadControls builds the adaptive concurrency limit and the retry budget
-// the configuration asks for (nil when off).
-func loadControls(cfg config.Config, rnd retry.Source) (*limit.Limiter, *budget.Budget, error) {
+// Controls builds the adaptive concurrency limit and the retry budget the
+// configuration asks for (nil when off), as the service runs them.
+func Controls(cfg config.Config, rnd retry.Source) (*limit.Limiter, *budget.Budget, error) {
 	var lim *limit.Limiter
 	if cfg.Downstream.Adaptive {
 		var err error
@@ -357,8 +357,8 @@ func loadControls(cfg config.Config, rnd retry.Source) (*limit.Limiter, *budget.
 	return lim, b, err
 }
 
-// breakerOptions turns the breaker section into options (nil: disabled).
-func breakerOptions(b config.Breaker) *breaker.Options {
+// BreakerOptions turns the breaker section into options (nil: disabled).
+func BreakerOptions(b config.Breaker) *breaker.Options {
 	if !b.Enabled {
 		return nil
 	}

@@ -65,11 +65,6 @@ type Options struct {
 	// expired instead of retried.
 	MaxReadAge time.Duration
 
-	// ServerSideDelay NAKs failed reads with NakWithDelay at once instead of
-	// holding them in the process. It exists to measure the difference (see
-	// delayer); a production consumer leaves it false.
-	ServerSideDelay bool
-
 	Sink       downstream.Sink
 	DeadLetter DeadLetterer
 	Metrics    *Metrics

@@ -210,10 +210,6 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Err
 // hold holds msg for delay, then NAKs it; a retry of the downstream call
 // also waits for the retry budget.
 func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration, retry bool) {
-	if c.o.ServerSideDelay {
-		c.settleError("nak", msg.NakWithDelay(delay))
-		return
-	}
 	c.delayer.hold(msg, delay, retry)
 }
 

@@ -35,7 +35,7 @@ func (s spread) String() string {
 // measureSpread NAKs 300 tracked reads with jittered delays in [0, 1s] while
 // background reads fail about once a millisecond, and measures when the
 // tracked reads come back.
-func measureSpread(t *testing.T, serverSide bool) spread {
+func measureSpread(t *testing.T) spread {
 	const tracked, noiseFor = 300, 2500 * time.Millisecond
 	e := newEnv(t, func(n int, _ string) (int, http.Header) {
 		if n == 1 {
@@ -46,7 +46,6 @@ func measureSpread(t *testing.T, serverSide bool) spread {
 	o := e.options(31)
 	o.Policy = retry.Policy{Base: time.Second, Cap: time.Second, MaxAttempts: 3}
 	o.Concurrency = 32
-	o.ServerSideDelay = serverSide
 	e.start(o)
 
 	keyOf := map[uint64]string{}
@@ -78,9 +77,7 @@ func measureSpread(t *testing.T, serverSide bool) spread {
 		require.Len(t, calls, 2, key)
 		back = append(back, calls[1].At)
 		late = append(late, calls[1].At.Sub(calls[0].At)-asked[seq])
-		if !serverSide {
-			assert.GreaterOrEqual(t, calls[1].At.Sub(calls[0].At), asked[seq], "%s came back before its delay", key)
-		}
+		assert.GreaterOrEqual(t, calls[1].At.Sub(calls[0].At), asked[seq], "%s came back before its delay", key)
 	}
 	slices.SortFunc(back, func(a, b time.Time) int { return a.Compare(b) })
 	slices.Sort(late)
@@ -103,12 +100,10 @@ func TestJitterSurvivesASteadyFailureRate(t *testing.T) {
 	}
 	// Each tracked read comes back once, never before its own delay. How
 	// evenly and how late is logged, not asserted: it is a timing figure of
-	// a loaded machine (-race, two cores), measured by `consumer bench`
-	// (the steady scenario, docs/PERFORMANCE.md) against the same storm
-	// with NakWithDelay, whose server timer every delayed NAK resets.
-	got := measureSpread(t, false)
-	t.Logf("held in process, plain NAK when due: %s", got)
-	t.Logf("NakWithDelay (server-side delay): %s", measureSpread(t, true))
+	// a loaded machine (-race, two cores), measured by consumer-bench (the
+	// steady scenario, docs/PERFORMANCE.md) against the same storm with
+	// NakWithDelay, whose server timer every delayed NAK resets.
+	t.Logf("held in process, plain NAK when due: %s", measureSpread(t))
 }
 
 func (l *logRecorder) delaysBySeq() map[uint64]time.Duration {
