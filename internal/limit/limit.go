@@ -112,7 +112,7 @@ type Limiter struct {
 	full       time.Time     // when the calls in flight last reached the limit
 	baseline   windowMin
 	decreased  time.Time // when the limit last went down
-	overloaded time.Time // when a call last said the downstream was overloaded
+	shed       time.Time // when a call was last shed or timed out
 	pauseUntil time.Time
 	waiters    list.List   // of *waiter, first come first served
 	resume     *time.Timer // grants when a pause is over
@@ -152,12 +152,13 @@ func (l *Limiter) Limit() int {
 	return int(l.limit)
 }
 
-// LastOverload is when a call last said the downstream was overloaded: a
-// shed, a timeout, or a latency risen past the tolerance (zero: never).
-func (l *Limiter) LastOverload() time.Time {
+// LastShed is when a call was last shed or timed out (an Overloaded
+// signal; zero: never). A risen latency does not count: the limit rises
+// into it on purpose, at the engine's capacity, to find it.
+func (l *Limiter) LastShed() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.overloaded
+	return l.shed
 }
 
 // Waiting is how many calls wait for a slot.
@@ -262,7 +263,7 @@ func (l *Limiter) Release(t Token, s Signal, retryAfter time.Duration) {
 	case Answered:
 		l.answered(now, rtt)
 	case Overloaded:
-		l.overloaded = now
+		l.shed = now
 		l.decrease(now, l.o.ShedBackoff)
 	}
 	if retryAfter > 0 && s == Overloaded {
@@ -293,7 +294,6 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 		l.srtt += (rtt - l.srtt) / 8
 	}
 	if base := l.baseline.min(now); base > 0 && l.queued(base) {
-		l.overloaded = now
 		l.decrease(now, l.o.Backoff)
 		return
 	}

@@ -20,15 +20,15 @@ const budgetRecheck = time.Second
 // kept alive and uncharged. Called by the delayer, under its lock.
 //
 // The budget is there to keep retries from piling onto an overloaded
-// engine. With the adaptive limit on, it is enforced only while the engine
-// shows overload (a shed, a timeout or a risen latency within the budget's
-// window): failures of a healthy engine (a 500 for one read) retry freely,
-// within their attempt budget, rather than waiting at the budget's floor
-// once first attempts stop. Those retries are still counted, so a budget
-// enforced soon after sees them.
+// engine. With the adaptive limit on (which already bounds the calls in
+// flight, retries included), it is enforced only while the engine sheds or
+// times out (within the budget's window): the failures of an engine that
+// answers (a 500 for one read) retry freely, within their attempt budget,
+// rather than waiting at the budget's floor once first attempts stop. Those
+// retries are still counted, so a budget enforced soon after sees them.
 func (c *Consumer) retryGate() (bool, time.Duration) {
 	b := c.o.Budget
-	if b != nil && c.o.Limiter != nil && c.o.Now().Sub(c.o.Limiter.LastOverload()) > b.Window() {
+	if b != nil && c.o.Limiter != nil && c.o.Now().Sub(c.o.Limiter.LastShed()) > b.Window() {
 		b.Spend()
 		b = nil
 	}
