@@ -6,10 +6,9 @@
 // two signs of overload: a call the engine shed or could not answer in time
 // (503, 429, a timeout, a refused connection: Overloaded), and a smoothed
 // latency risen above Tolerance times the replica's own baseline (the least
-// latency seen over BaselineWindow), by at least MinRise and by enough to
-// mean two calls queued (Vegas's estimate: the limit times the share of the
-// latency above the baseline), which says the engine's queue is growing
-// before it sheds. The limit starts at Initial (1), grows by one
+// latency seen over BaselineWindow) and by at least MinRise (2ms: a fast
+// engine's jitter on a loaded client is not a queue), which says the
+// engine's queue is growing before it sheds. The limit starts at Initial (1), grows by one
 // per answered call (doubling each round trip) until the first sign of
 // overload, then by one per round trip; a rising latency multiplies it by
 // Backoff (0.9), a shed by ShedBackoff (0.5), each at most once per round

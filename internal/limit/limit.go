@@ -33,10 +33,8 @@ type Options struct {
 	// Tolerance is how far the smoothed latency may rise above the
 	// baseline (the least latency seen over BaselineWindow) before it is a
 	// sign of overload (default 1.5). A rise is a sign only when it is also
-	// at least MinRise (default 2ms: the jitter of a fast engine, a loaded
-	// client, is not a queue), and when it means at least two calls queued
-	// (the limit times the share of the latency above the baseline: a
-	// limit of one or two is left to the sheds).
+	// at least MinRise (default 2ms: the jitter of a fast engine on a loaded
+	// client is not a queue).
 	Tolerance float64
 	MinRise   time.Duration
 	// Backoff multiplies the limit when the latency rises (default 0.9);
@@ -313,9 +311,7 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 // queued reports a latency risen above base enough to mean calls wait in
 // the downstream's queue. Locked.
 func (l *Limiter) queued(base time.Duration) bool {
-	srtt := float64(l.srtt)
-	return srtt > l.o.Tolerance*float64(base) && l.srtt-base >= l.o.MinRise &&
-		l.limit*(1-float64(base)/srtt) >= 2
+	return float64(l.srtt) > l.o.Tolerance*float64(base) && l.srtt-base >= l.o.MinRise
 }
 
 // decrease lowers the limit on a sign of overload, once per smoothed
