@@ -66,12 +66,12 @@ func runHTTP(ctx context.Context, e *env, cfg Config) (*HTTPResult, error) {
 	var bareRuns, ourRuns, fixedRuns []run
 	var limitAt []int
 	for round := range httpRounds {
-		before := re.calls.Load()
+		before := re.calls()
 		r, err := timeRun(n, func() error { return postAll(ctx, re.URL, bodies, keys) })
 		if err != nil {
 			return nil, fmt.Errorf("bare http: %w", err)
 		}
-		if got := re.calls.Load() - before; got != int64(n) {
+		if got := re.calls() - before; got != int64(n) {
 			return nil, fmt.Errorf("bare http: the rate engine saw %d calls, want %d", got, n)
 		}
 		bareRuns = append(bareRuns, r)
@@ -81,7 +81,7 @@ func runHTTP(ctx context.Context, e *env, cfg Config) (*HTTPResult, error) {
 			topo := e.topo
 			topo.Durable = durable
 			var lim *limit.Limiter
-			before = re.calls.Load()
+			before = re.calls()
 			r, err = e.drain(ctx, durable, 0, n, last, ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
 				sink, err := httpSink(re.URL)
 				if err != nil {
@@ -94,7 +94,7 @@ func runHTTP(ctx context.Context, e *env, cfg Config) (*HTTPResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			if got := re.calls.Load() - before; got < int64(n) {
+			if got := re.calls() - before; got < int64(n) {
 				return nil, fmt.Errorf("pipeline http: the rate engine saw %d calls, want %d", got, n)
 			}
 			if adaptive {

@@ -1,16 +1,16 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
-// Server is an in-process NATS server with JetStream storing in a temporary
-// directory, like natstest's but without a testing.TB.
+// Server is natstest's in-process JetStream server, storing in a temporary
+// directory that Close removes: the bench has no testing.TB to own them.
 type Server struct {
 	s   *server.Server
 	dir string
@@ -23,24 +23,10 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: store dir: %w", err)
 	}
-	s, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
-	})
+	s, err := natstest.Serve(natstest.Options(dir))
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("bench: new server: %w", err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		s.WaitForShutdown()
-		_ = os.RemoveAll(dir)
-		return nil, errors.New("bench: server not ready after 10s")
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	return &Server{s: s, dir: dir}, nil
 }
