@@ -154,6 +154,24 @@ func TestDLQChecksArgumentsBeforeConnecting(t *testing.T) {
 	assert.Positive(t, dials.Load())
 }
 
+// The binary runs the command line the in-process tests run: its help, its
+// version and its refusals, with their exit codes and streams.
+func TestTheBinaryRunsTheCommandLine(t *testing.T) {
+	out, errOut, code := runBinary(t, "--help")
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Usage: consumer [flags]")
+	assert.Contains(t, out, "Subcommands:")
+
+	out, errOut, code = runBinary(t, "version")
+	assert.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `^meter-consumer \S+ \(revision \S+, `+regexp.QuoteMeta(runtime.Version())+`\)\n$`, out)
+
+	out, errOut, code = runBinary(t, "dlq", "relpay")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, `unknown subcommand "relpay"`)
+}
+
 func TestVersion(t *testing.T) {
 	want := regexp.MustCompile(`^meter-consumer \S+ \(revision \S+, ` + regexp.QuoteMeta(runtime.Version()) + `\)\n$`)
 	for _, args := range [][]string{{"--version"}, {"version"}, {"--log-level", "debug", "--version"}} {

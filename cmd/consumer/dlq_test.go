@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,10 +18,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	consumer "github.com/meterline/meter-consumer/cmd/consumer"
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
+// runTool runs the command line in-process, with an empty environment, and
+// returns its stdout, stderr and exit code; TestTheBinaryRunsTheCommandLine
+// checks that the binary is the same code.
 func runTool(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := consumer.Run(args, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// runBinary runs the built binary with args and an environment of PATH only.
+func runBinary(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}

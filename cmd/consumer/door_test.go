@@ -20,7 +20,7 @@ const doorSecret = "door-5ecret-0xC0FFEE"
 
 // An unreadable token file or TLS file is a configuration error, named by
 // its field, before anything connects; no secret is printed.
-func TestBinaryRejectsUnreadableDownstreamFiles(t *testing.T) {
+func TestUnreadableDownstreamFilesStopStartUp(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing")
 	badToken := filepath.Join(dir, "token")

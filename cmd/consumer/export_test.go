@@ -1,0 +1,5 @@
+package main
+
+// Run is run, for the tests of the command line in package main_test: they
+// run the same code as the binary, in-process, without a process's start.
+var Run = run
