@@ -96,6 +96,7 @@ func readDashboard(t *testing.T) dashboard {
 // no id, a fixed uid, a datasource variable every panel and query uses, and
 // namespace, job and pod variables.
 func TestDashboardImportable(t *testing.T) {
+	t.Parallel()
 	d := readDashboard(t)
 	assert.Nil(t, d.ID, "an imported dashboard gets its id from Grafana")
 	assert.Equal(t, "meter-consumer", d.UID)
@@ -173,6 +174,7 @@ var aggregated = regexp.MustCompile(`\b(sum|min|max|avg|group|count)\s*(by|witho
 // selects is filtered by the namespace, job and pod variables, and every
 // per-replica series is told apart by its pod.
 func TestDashboardFiltersByNamespaceJobAndPod(t *testing.T) {
+	t.Parallel()
 	d := readDashboard(t)
 	for _, p := range d.allPanels() {
 		for _, tg := range p.Targets {
@@ -193,6 +195,7 @@ func TestDashboardFiltersByNamespaceJobAndPod(t *testing.T) {
 // TestDashboardPanels: the panels the operations guide describes are there,
 // each on the metric it is about.
 func TestDashboardPanels(t *testing.T) {
+	t.Parallel()
 	d := readDashboard(t)
 	byTitle := map[string]panel{}
 	for _, p := range d.allPanels() {

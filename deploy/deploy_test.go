@@ -202,6 +202,7 @@ const (
 )
 
 func TestManifestKinds(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	for _, c := range []struct {
 		got              metav1.TypeMeta
@@ -231,6 +232,7 @@ func TestManifestKinds(t *testing.T) {
 // TestKustomizationListsEveryManifest: every YAML file of the directory is a
 // resource or a generator's file of the kustomization, and every one exists.
 func TestKustomizationListsEveryManifest(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
 	require.NoError(t, err)
@@ -304,6 +306,7 @@ func kustomize(t *testing.T, dir string) map[string][]string {
 // TestKustomizeBuild renders the kustomization: every kind once, the image
 // from the images stanza, the Deployment mounting the generated ConfigMap.
 func TestKustomizeBuild(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	kinds := kustomize(t, k8sDir)
 	assert.Len(t, kinds, 9, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
@@ -339,6 +342,7 @@ func rendered(t *testing.T, kinds map[string][]string) (appsv1.Deployment, corev
 // of another name, and so another pod template: the next apply rolls the
 // pods instead of leaving them on the old file.
 func TestConfigChangeRollsThePods(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
 	require.NoError(t, err)
@@ -361,6 +365,7 @@ func TestConfigChangeRollsThePods(t *testing.T) {
 // TestOverlayExample renders deploy/overlays/example, the overlay
 // docs/OPERATIONS.md shows, and checks that its values land.
 func TestOverlayExample(t *testing.T) {
+	t.Parallel()
 	kinds := kustomize(t, filepath.Join("overlays", "example"))
 	require.Len(t, kinds["ScaledObject"], 1)
 	var so scaledObject
@@ -392,6 +397,7 @@ func env(c corev1.Container) map[string]corev1.EnvVar {
 }
 
 func TestDeployment(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	d := m.deploy
 	pod := d.Spec.Template.Spec
@@ -516,6 +522,7 @@ func TestDeployment(t *testing.T) {
 // shutdown timeout of the example configuration and of the ConfigMap, so
 // SIGKILL does not cut the graceful stop short.
 func TestGracePeriodCoversShutdown(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	grace := time.Duration(*m.deploy.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 	assert.Equal(t, 45*time.Second, grace)
@@ -559,6 +566,7 @@ func loadConfigMap(t *testing.T, m *manifests, getenv func(string) string) confi
 }
 
 func TestConfigMapLoads(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	cfg := loadConfigMap(t, m, nil)
 	assert.Equal(t, "nats://nats.nats.svc:4222", cfg.NATS.URL, "a real server, not the embedded one")
@@ -597,6 +605,7 @@ func TestConfigMapLoads(t *testing.T) {
 // config/consumer.example.yaml and no other, so a new setting is not
 // forgotten in the deployment.
 func TestConfigMapHasTheExampleKeys(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	example, err := os.ReadFile(filepath.Join("..", "config", "consumer.example.yaml"))
 	require.NoError(t, err)
@@ -631,6 +640,7 @@ func yamlKeys(t *testing.T, data []byte) []string {
 // --- Service, PDB, ServiceMonitor, ScaledObject -------------------------------
 
 func TestServiceAndPDBSelectTheDeployment(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	podLabels := labels.Set(m.deploy.Spec.Template.Labels)
 
@@ -664,6 +674,7 @@ func mustSelector(t *testing.T, s *metav1.LabelSelector) labels.Selector {
 }
 
 func TestServiceMonitorScrapesMetrics(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	sel := mustSelector(t, &m.sm.Spec.Selector)
 	assert.True(t, sel.Matches(labels.Set(m.svc.Labels)), "the ServiceMonitor selects the Service")
@@ -684,6 +695,7 @@ func TestServiceMonitorScrapesMetrics(t *testing.T) {
 }
 
 func TestScaledObject(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	so := m.so.Spec
 	assert.Equal(t, "apps/v1", so.ScaleTargetRef.APIVersion)
@@ -744,6 +756,7 @@ func validAccount(a string) bool {
 // TestNetworkPolicy: only Prometheus gets in, and only to the metrics port;
 // egress is not restricted.
 func TestNetworkPolicy(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	np := m.netpol.Spec
 	assert.Equal(t, mustSelector(t, m.deploy.Spec.Selector).String(), mustSelector(t, &np.PodSelector).String(),
@@ -771,6 +784,7 @@ func TestNetworkPolicy(t *testing.T) {
 // TestNoStrayFields proves the strict decoding works: a misplaced field in a
 // copy of the Deployment is an error.
 func TestNoStrayFields(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(k8sDir, "deployment.yaml"))
 	require.NoError(t, err)
 	bad := strings.Replace(string(data), "      terminationGracePeriodSeconds: 45",

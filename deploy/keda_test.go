@@ -128,6 +128,7 @@ func backlog(t *testing.T, js jetstream.JetStream, md map[string]string, replica
 // account and reports lag 0, so the fleet would stay at its minimum; with the
 // account's public key it finds the durable and its lag.
 func TestKEDAFindsTheDurableInOperatorMode(t *testing.T) {
+	t.Parallel()
 	md := trigger(t)
 	op, err := nkeys.CreateOperator()
 	require.NoError(t, err)
@@ -217,6 +218,7 @@ func TestKEDAFindsTheDurableInOperatorMode(t *testing.T) {
 // not the leader's: with nats-server v2.15.2 a follower reports num_pending 0,
 // so its lag is the ack pending alone.
 func TestKEDAFindsTheConsumerLeader(t *testing.T) {
+	t.Parallel()
 	md := trigger(t)
 	nodes := make([]*server.Options, 3)
 	var routes []string

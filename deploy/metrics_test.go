@@ -139,6 +139,7 @@ func isIdent(s string) bool {
 }
 
 func TestMetricNamesLexer(t *testing.T) {
+	t.Parallel()
 	for expr, want := range map[string][]string{
 		`sum by (outcome) (rate(meter_consumer_messages_total{job="$job", outcome=~"nak|ack"}[$__rate_interval]))`: {"meter_consumer_messages_total"},
 		`histogram_quantile(0.99, sum by (le) (rate(a_bucket[5m]))) > 1e3`:                                         {"a_bucket"},
@@ -243,6 +244,7 @@ func ruleExpressions(t *testing.T) (exprs []expression, recorded []string) {
 // renamed or misspelt metric fails here instead of showing an empty panel or
 // an alert that can never fire.
 func TestEveryReferencedMetricIsExported(t *testing.T) {
+	t.Parallel()
 	exported := exportedNames(t)
 	rules, recorded := ruleExpressions(t)
 	for _, r := range recorded {

@@ -50,21 +50,25 @@ func promtool(t *testing.T, args ...string) string {
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
+	t.Parallel()
 	promtool(t, "check", "rules", filepath.FromSlash(alertsPath))
 }
 
 func TestPromtoolTestRules(t *testing.T) {
+	t.Parallel()
 	out := promtool(t, "test", "rules", filepath.FromSlash(alertsTestPath))
 	assert.Contains(t, out, "SUCCESS")
 }
 
 func TestPromtoolCheckConfig(t *testing.T) {
+	t.Parallel()
 	promtool(t, "check", "config", filepath.FromSlash("prometheus/prometheus.yml"))
 }
 
 // TestAlertsAreTestedBothWays: alerts_test.yaml has, for every alert, a case
 // where it fires and one where it does not.
 func TestAlertsAreTestedBothWays(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.FromSlash(alertsTestPath))
 	require.NoError(t, err)
 	var file struct {
@@ -97,6 +101,7 @@ func TestAlertsAreTestedBothWays(t *testing.T) {
 // description, a one-line runbook and a runbook_url whose anchor is a
 // section of docs/OPERATIONS.md.
 func TestAlertsCarryTheirRunbook(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(operationsPath)
 	require.NoError(t, err)
 	anchors := markdownAnchors(string(doc))
@@ -149,6 +154,7 @@ func markdownAnchors(doc string) map[string]bool {
 }
 
 func TestMarkdownAnchors(t *testing.T) {
+	t.Parallel()
 	got := markdownAnchors("# Operations\n## Reading the dashboard\n```\n# not a heading\n```\n### MeterConsumerDown\n## Scale: KEDA, `MaxAckPending`\n")
 	assert.Equal(t, map[string]bool{"operations": true, "reading-the-dashboard": true, "meterconsumerdown": true,
 		"scale-keda-maxackpending": true}, got)
@@ -157,6 +163,7 @@ func TestMarkdownAnchors(t *testing.T) {
 // TestAlertsSelectTheJob: every series an alert selects is restricted to the
 // job meter-consumer, so another job's metrics can neither fire nor hide it.
 func TestAlertsSelectTheJob(t *testing.T) {
+	t.Parallel()
 	for _, a := range alerts(t) {
 		ms := consumerSelector.FindAllStringSubmatch(a.Expr, -1)
 		require.NotEmpty(t, ms, a.Alert)
@@ -176,6 +183,7 @@ var (
 // one Prometheus each alerts on its own (one going down while another stays
 // up fires for the one).
 func TestAlertsAggregateByNamespace(t *testing.T) {
+	t.Parallel()
 	for _, a := range alerts(t) {
 		assert.Empty(t, bareAggr.FindAllString(a.Expr, -1), "%s: an aggregation without by () drops the namespace", a.Alert)
 		for _, m := range labelClause.FindAllStringSubmatch(a.Expr, -1) {
@@ -194,6 +202,7 @@ func TestAlertsAggregateByNamespace(t *testing.T) {
 // TestPrometheusRuleMatchesAlerts: the PrometheusRule for the operator holds
 // exactly the groups of alerts.yaml.
 func TestPrometheusRuleMatchesAlerts(t *testing.T) {
+	t.Parallel()
 	m := load(t)
 	want := readRules(t, filepath.FromSlash(alertsPath))
 	assert.Equal(t, want, m.rule.Spec.Groups)
@@ -217,6 +226,7 @@ func TestPrometheusRuleMatchesAlerts(t *testing.T) {
 // TestOperationsLinks: the guide's own links and the dashboard's link to it
 // point at sections that exist.
 func TestOperationsLinks(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(operationsPath)
 	require.NoError(t, err)
 	anchors := markdownAnchors(string(doc))

@@ -29,6 +29,7 @@ import (
 // data); every alert rule evaluates without error and MeterConsumerDown is
 // quiet. Skipped when the prometheus binary is not installed (CI installs it).
 func TestRealScrape(t *testing.T) {
+	t.Parallel()
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Skip("prometheus is not installed (apt-get install prometheus)")

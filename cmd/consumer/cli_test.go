@@ -16,6 +16,7 @@ import (
 )
 
 func TestHelpAndSubcommands(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		give     []string
@@ -66,6 +67,7 @@ func TestHelpAndSubcommands(t *testing.T) {
 // A subcommand's help lists its own flags only: list takes no --yes, purge
 // no --rate, show no filter.
 func TestSubcommandHelpShowsItsOwnFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		sub     string
 		want    []string
@@ -112,6 +114,7 @@ func countingListener(t *testing.T) (string, *atomic.Int64) {
 }
 
 func TestDLQChecksArgumentsBeforeConnecting(t *testing.T) {
+	t.Parallel()
 	url, dials := countingListener(t)
 	tests := []struct {
 		name    string
@@ -157,6 +160,7 @@ func TestDLQChecksArgumentsBeforeConnecting(t *testing.T) {
 // The binary runs the command line the in-process tests run: its help, its
 // version and its refusals, with their exit codes and streams.
 func TestTheBinaryRunsTheCommandLine(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := runBinary(t, "--help")
 	assert.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "Usage: consumer [flags]")
@@ -173,6 +177,7 @@ func TestTheBinaryRunsTheCommandLine(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	want := regexp.MustCompile(`^meter-consumer \S+ \(revision \S+, ` + regexp.QuoteMeta(runtime.Version()) + `\)\n$`)
 	for _, args := range [][]string{{"--version"}, {"version"}, {"--log-level", "debug", "--version"}} {
 		out, errOut, code := runTool(t, args...)
@@ -184,6 +189,7 @@ func TestVersion(t *testing.T) {
 // The Dockerfile's build command stamps the version; .ci/run runs the same
 // command, so CI checks what the image ships.
 func TestDockerfileStampsTheVersion(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary without the race detector")
 	}

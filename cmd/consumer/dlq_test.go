@@ -50,6 +50,7 @@ func runBinary(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 

@@ -21,6 +21,7 @@ const doorSecret = "door-5ecret-0xC0FFEE"
 // An unreadable token file or TLS file is a configuration error, named by
 // its field, before anything connects; no secret is printed.
 func TestUnreadableDownstreamFilesStopStartUp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing")
 	badToken := filepath.Join(dir, "token")
@@ -56,6 +57,7 @@ func TestUnreadableDownstreamFilesStopStartUp(t *testing.T) {
 // A running consumer with a token file and a credential-like header logs
 // neither, at debug, from start to stop.
 func TestBinaryNeverLogsDownstreamSecrets(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	down := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

@@ -14,6 +14,7 @@ import (
 )
 
 func TestLogDurationsAsText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		format string
 		want   string // what the record holds for delay
@@ -33,6 +34,7 @@ func TestLogDurationsAsText(t *testing.T) {
 }
 
 func TestJSONLogDurationsEverywhere(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log, err := newLogger(config.Log{Format: "json", Level: "info"}, &buf)
 	require.NoError(t, err)

@@ -71,6 +71,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestBinarySettlesEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 
@@ -141,6 +142,7 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 }
 
 func TestBinaryRejectsBadConfiguration(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "--retry-base", "500ms", "--retry-cap", "100ms", "--concurrency", "0",
 		"--downstream-url", "http://127.0.0.1:1/reads")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NATS_PASSWORD=hunter2-secret", "NATS_USER=alice"}
@@ -154,6 +156,7 @@ func TestBinaryRejectsBadConfiguration(t *testing.T) {
 }
 
 func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
+	t.Parallel()
 	natsAddr := freeAddr(t)
 	p := start(t, "--demo", "--data-dir", t.TempDir(), "--nats-listen", natsAddr, "--http-addr", "127.0.0.1:0",
 		"--log-level", "info")
@@ -184,6 +187,7 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 // The image is a deployment: it never falls back to an embedded server.
 // Its environment refuses to start without a NATS URL, naming the field.
 func TestTheImageNeverRunsEmbedded(t *testing.T) {
+	t.Parallel()
 	docker, err := os.ReadFile("../../Dockerfile")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^ENV CONSUMER_NATS_EMBEDDED=false`, string(docker))

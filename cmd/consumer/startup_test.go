@@ -54,6 +54,7 @@ func must[T any](v T, err error) T {
 // A NATS outage at boot is not a crash: the process waits, /healthz
 // answers, /readyz says why, and it consumes the moment NATS is there.
 func TestANATSOutageAtBootIsWaitedOut(t *testing.T) {
+	t.Parallel()
 	natsAddr, httpAt := freeAddr(t), freeAddr(t)
 	p := start(t, "--nats-url", "nats://"+natsAddr, "--create-streams", "--http-addr", httpAt,
 		"--downstream-url", "http://127.0.0.1:1/reads", "--nats-connect-retry-max", "1s")
@@ -72,6 +73,7 @@ func TestANATSOutageAtBootIsWaitedOut(t *testing.T) {
 
 // SIGTERM while it waits for NATS is a clean stop.
 func TestStoppedWhileConnectingExitsZero(t *testing.T) {
+	t.Parallel()
 	httpAt := freeAddr(t)
 	p := start(t, "--nats-url", "nats://"+freeAddr(t), "--http-addr", httpAt, "--downstream-url", "http://127.0.0.1:1/reads")
 	readyz(t, httpAt)
@@ -81,6 +83,7 @@ func TestStoppedWhileConnectingExitsZero(t *testing.T) {
 
 // A missing stream is waited for too, /readyz naming it and the fix.
 func TestAMissingStreamIsWaitedFor(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	httpAt := freeAddr(t)
 	p := start(t, "--nats-url", s.ClientURL(), "--http-addr", httpAt, "--downstream-url", "http://127.0.0.1:1/reads",
@@ -98,6 +101,7 @@ func TestAMissingStreamIsWaitedFor(t *testing.T) {
 // and on /readyz; the process keeps trying at the longest delay, unready
 // (the documented policy), and never shows the secret.
 func TestAWrongPasswordIsSaidAtOnce(t *testing.T) {
+	t.Parallel()
 	natsAddr := freeAddr(t)
 	serverOn(t, natsAddr, func(o *server.Options) { o.Username, o.Password = "meter", "right-password" })
 	httpAt := freeAddr(t)

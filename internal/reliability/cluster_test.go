@@ -72,6 +72,7 @@ func byName(nodes []*node, name string) *node {
 // Scenario 5: a three-node cluster with R3 streams loses the stream leader,
 // then the consumer leader, mid-run.
 func TestClusterLosesItsLeaders(t *testing.T) {
+	t.Parallel()
 	nodes := newCluster(t)
 	w := newWorld(t, clusterURL(nodes))
 	require.Eventually(t, func() bool {

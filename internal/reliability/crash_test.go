@@ -13,6 +13,7 @@ import (
 
 // Scenario 1: a downstream outage of ten times the whole retry budget.
 func TestOutageTenTimesTheRetryBudget(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -37,6 +38,7 @@ func TestOutageTenTimesTheRetryBudget(t *testing.T) {
 
 // Scenario 2: SIGKILL in the middle of a batch, then a restart.
 func TestKilledMidBatchThenRestarted(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -56,6 +58,7 @@ func TestKilledMidBatchThenRestarted(t *testing.T) {
 
 // Scenario 3: SIGTERM with reads in flight.
 func TestSigtermWithReadsInFlight(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -79,6 +82,7 @@ func TestSigtermWithReadsInFlight(t *testing.T) {
 
 // Scenario 4: the NATS server restarts (same store) under a running consumer.
 func TestServerRestartUnderTheConsumer(t *testing.T) {
+	t.Parallel()
 	port, dir := freePort(t), t.TempDir()
 	s := fixedServer(t, port, dir)
 	w := newWorld(t, url(port))
@@ -101,6 +105,7 @@ func TestServerRestartUnderTheConsumer(t *testing.T) {
 // Scenario 6: the dead-letter stream is unavailable while permanent
 // failures arrive.
 func TestDeadLetterStreamUnavailable(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))

@@ -17,6 +17,7 @@ import (
 // TestCredentialsFile runs the consumer with a .creds file (a user JWT and
 // its seed) against a server in operator mode, over mutual TLS.
 func TestCredentialsFile(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	op, err := nkeys.CreateOperator()
 	require.NoError(t, err)

@@ -32,6 +32,7 @@ import (
 // a while, then the engine is reachable again. Reads before and after it
 // succeed.
 func TestRedirectingEngineAcksNothing(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -99,6 +100,7 @@ func redirectStatus(key string) int {
 // engine answers 422 for it): its original headers include Nats-Batch-Id and
 // Nats-Batch-Sequence, which the dead-letter stream would refuse.
 func TestAtomicBatchReadDeadLetteredOnce(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -199,6 +201,7 @@ func (w *world) publishAtomicBatch(subject string, bodies [][]byte) {
 // here), whose dead-letter copy would not fit once its Dlq-* headers are
 // added.
 func TestOversizeReadGetsATruncatedCopy(t *testing.T) {
+	t.Parallel()
 	const maxPayload = 16 << 10
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir(), func(o *server.Options) { o.MaxPayload = maxPayload })
@@ -254,6 +257,7 @@ func wireSize(h nats.Header) int {
 // 3; a BackOff; another filter), and reads wait in it: some need a fourth
 // delivery, some fail until they are exhausted (6 attempts).
 func TestOperatorDurable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give jetstream.ConsumerConfig // what the operator changed
@@ -361,6 +365,7 @@ func lastLine(s string) string {
 // --max-attempts 3) and the engine takes longer than the shutdown timeout to
 // answer it; a second process follows.
 func TestShutdownDuringTheLastAttempt(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))

@@ -15,6 +15,7 @@ import (
 
 // Scenario 7: a fleet of three on one durable, one killed mid-run.
 func TestFleetSurvivesALostReplica(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -41,6 +42,7 @@ func TestFleetSurvivesALostReplica(t *testing.T) {
 // Scenario 8: a downstream slower than the ack wait would allow without
 // in-progress signals causes no duplicate delivery.
 func TestSlowDownstreamIsNotDuplicated(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))
@@ -60,6 +62,7 @@ func TestSlowDownstreamIsNotDuplicated(t *testing.T) {
 
 // Scenario 9: hostile input among good reads.
 func TestHostileInputIsDeadLetteredPrecisely(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	// Room for the 1 MiB payload: a head-end can send what the server takes.
 	fixedServer(t, port, t.TempDir(), func(o *server.Options) { o.MaxPayload = 4 << 20 })

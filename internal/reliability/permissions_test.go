@@ -48,8 +48,9 @@ const (
 	admin = "test-admin"
 )
 
-// passwords are what the documents' $VARIABLES resolve to (nats-server reads
-// an undefined variable from its environment).
+// passwords are what the documents' $VARIABLES resolve to: defined in the
+// test's own settings, ahead of the documents' blocks, where a deployment
+// has them in nats-server's environment.
 var passwords = map[string]string{
 	serviceUser: "svc-pw", provisioner: "prov-pw", dlqReader: "reader-pw", dlqOperator: "operator-pw", admin: "admin-pw",
 }
@@ -96,7 +97,14 @@ func docConf(t *testing.T, path string) string {
 // configuration file and parses it as nats-server does.
 func parseDocConf(t *testing.T, block, storeDir string) *server.Options {
 	t.Helper()
-	conf := fmt.Sprintf("# the test's own settings\nlisten: \"127.0.0.1:-1\"\njetstream { store_dir: %q }\n\n# from the document\n%s", storeDir, block)
+	var vars strings.Builder
+	for _, v := range slices.Sorted(maps.Keys(passwordVars)) {
+		if !strings.Contains(block, "$"+v) {
+			continue // a variable the block does not use is an unknown field
+		}
+		fmt.Fprintf(&vars, "%s: %q\n", v, passwords[passwordVars[v]])
+	}
+	conf := fmt.Sprintf("# the test's own settings\n%slisten: \"127.0.0.1:-1\"\njetstream { store_dir: %q }\n\n# from the document\n%s", vars.String(), storeDir, block)
 	path := filepath.Join(t.TempDir(), "nats-server.conf")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	opts, err := server.ProcessConfigFile(path)
@@ -109,9 +117,6 @@ func parseDocConf(t *testing.T, block, storeDir string) *server.Options {
 // docs/DLQ.md added to the same account, as the documents say to do.
 func documentedOptions(t *testing.T) *server.Options {
 	t.Helper()
-	for v, user := range passwordVars {
-		t.Setenv(v, passwords[user])
-	}
 	opts := parseDocConf(t, docConf(t, operationsDoc), t.TempDir())
 	dlqOpts := parseDocConf(t, docConf(t, dlqDoc), t.TempDir())
 	i := slices.IndexFunc(opts.Accounts, func(a *server.Account) bool { return a.Name == account })
@@ -312,6 +317,7 @@ func (w *permWorld) provision(t *testing.T, conn []string) {
 // operators' tools. Every permission violation the server logs must be one
 // the test provoked on purpose.
 func TestDocumentedPermissions(t *testing.T) {
+	t.Parallel()
 	w := newPermWorld(t)
 	e := newEngine(t, func(key string, _ int) int {
 		if strings.HasPrefix(key, "BAD@") {
@@ -600,6 +606,7 @@ type grant struct{ Pub, Sub []string }
 // grants, so that the test above, which runs the configuration, stands for
 // both.
 func TestDocumentedNscCommandsMatchTheConf(t *testing.T) {
+	t.Parallel()
 	opts := documentedOptions(t)
 	want := map[string]grant{}
 	for _, u := range opts.Users {

@@ -95,6 +95,7 @@ func adminWorld(t *testing.T, url string, p pki, opts ...nats.Option) *world {
 }
 
 func TestSecureConnections(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	const password, token = "correct-horse-battery-staple", "tok-9f8e7d6c5b4a"
 	kp, err := nkeys.CreateUser()

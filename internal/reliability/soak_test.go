@@ -53,6 +53,7 @@ func rss(pid int) int {
 // TestSoakSteadyRate runs the consumer at a steady rate with 5% transient
 // failures and 1% permanent ones, sampling its memory.
 func TestSoakSteadyRate(t *testing.T) {
+	t.Parallel()
 	duration, rate := envDuration("SOAK_DURATION", 10*time.Minute), envInt("SOAK_RATE", 200)
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
@@ -128,6 +129,7 @@ func (w *world) countKeys(pred func(string) bool) int {
 // TestSoakLongOutage is scenario 1 with the default retry policy: an
 // outage of ten times the whole retry budget (about 155s).
 func TestSoakLongOutage(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	fixedServer(t, port, t.TempDir())
 	w := newWorld(t, url(port))

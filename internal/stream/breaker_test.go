@@ -14,6 +14,7 @@ import (
 )
 
 func TestOutageHoldsReadsInsteadOfDeadLettering(t *testing.T) {
+	t.Parallel()
 	var down atomic.Bool
 	down.Store(true)
 	e := newEnv(t, func(int, string) (int, http.Header) {
@@ -50,6 +51,7 @@ func TestOutageHoldsReadsInsteadOfDeadLettering(t *testing.T) {
 }
 
 func TestPermanentFailuresDoNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	o := e.options(42)
 	o.Breaker = &breaker.Options{Window: time.Second, MinCalls: 3, FailureRatio: 0.5, CoolDown: time.Second, Probes: 1}

@@ -25,6 +25,7 @@ func keyOf(i int) string { return fmt.Sprintf("MTR-%d@2026-11-30T06:%02d:00Z", i
 // dead-lettered. Without the budget the same storm spends every read's
 // attempts.
 func TestTheRetryBudgetBoundsRetries(t *testing.T) {
+	t.Parallel()
 	const reads = 40
 	run := func(t *testing.T, withBudget bool) (calls int, deadLetters int) {
 		var down atomic.Bool
@@ -81,6 +82,7 @@ func TestTheRetryBudgetBoundsRetries(t *testing.T) {
 // Held over the budget, a read is not charged: once the engine is back,
 // every read is delivered and none is dead-lettered.
 func TestARetryOverTheBudgetIsNotCharged(t *testing.T) {
+	t.Parallel()
 	var down atomic.Bool
 	down.Store(true)
 	e := newEnv(t, func(int, string) (int, http.Header) {
@@ -115,6 +117,7 @@ func TestARetryOverTheBudgetIsNotCharged(t *testing.T) {
 // Past its time budget a read that fails transiently is dead-lettered with
 // reason expired, instead of retried until its attempts are spent.
 func TestAReadPastItsAgeIsExpired(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusServiceUnavailable, nil })
 	o := e.options(73)
 	o.Policy = retry.Policy{Base: 100 * time.Millisecond, Cap: 100 * time.Millisecond, MaxAttempts: 50}
@@ -135,6 +138,7 @@ func TestAReadPastItsAgeIsExpired(t *testing.T) {
 // front of a slow engine), pulled reads are parked, kept alive, rather than
 // left to wait out the ack wait in the client buffer: none is redelivered.
 func TestReadsWaitingForAWorkerAreKeptAlive(t *testing.T) {
+	t.Parallel()
 	e := newEnvWith(t, nil, func(topo *stream.Topology) { topo.AckWait = 2 * time.Second })
 	e.re.setLatency(250 * time.Millisecond)
 	o := e.options(74)
@@ -159,6 +163,7 @@ func TestReadsWaitingForAWorkerAreKeptAlive(t *testing.T) {
 // each, once) gets their retries at once; an engine shedding (a 503 for
 // each, once) gets them within the budget.
 func TestTheBudgetHoldsRetriesOnlyWhileTheEngineIsOverloaded(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, status int) (spent, denied float64) {
 		e := newEnv(t, func(n int, _ string) (int, http.Header) {
 			if n == 1 {

@@ -20,6 +20,7 @@ import (
 // capacity: few calls shed, none dead-lettered. With the limit off the same
 // backlog is mostly shed.
 func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, adaptive bool) enginetest.Stats {
 		e := newEnv(t, nil)
 		eng, err := enginetest.New(enginetest.Options{Servers: 4, ServiceTime: 10 * time.Millisecond, Queue: 4})

@@ -17,6 +17,7 @@ import (
 const key1 = "MTR-1@2026-11-30T06:01:00Z"
 
 func TestSuccessIsAckedOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.start(e.options(1))
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
@@ -33,6 +34,7 @@ func TestSuccessIsAckedOnce(t *testing.T) {
 }
 
 func TestTransientTwiceThenSuccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(n int, _ string) (int, http.Header) {
 		if n <= 2 {
 			return http.StatusServiceUnavailable, nil
@@ -62,6 +64,7 @@ func TestTransientTwiceThenSuccess(t *testing.T) {
 }
 
 func TestRetryAfterIsAFloor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(n int, _ string) (int, http.Header) {
 		if n == 1 {
 			return http.StatusTooManyRequests, http.Header{"Retry-After": {"2"}}
@@ -79,6 +82,7 @@ func TestRetryAfterIsAFloor(t *testing.T) {
 }
 
 func TestPermanentFailuresAreDeadLetteredOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	e.start(e.options(3))
 	seq422 := e.publish("meter.reads.north", read("MTR-1", 1), nats.Header{"Nats-Msg-Id": {"head-end-1"}, "X-Head-End": {"he-7"}})
@@ -124,6 +128,7 @@ func TestPermanentFailuresAreDeadLetteredOnce(t *testing.T) {
 }
 
 func TestAlwaysTransientIsExhausted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusServiceUnavailable, nil })
 	o := e.options(5)
 	e.start(o)
@@ -142,6 +147,7 @@ func TestAlwaysTransientIsExhausted(t *testing.T) {
 // A trace started at the head-end reaches the rate engine: the message's
 // traceparent goes on the POST.
 func TestTheTraceparentGoesOnToTheEngine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.start(e.options(3))
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -21,6 +21,7 @@ import (
 )
 
 func TestUnconfirmedCopyLeavesOriginalUnsettled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	require.NoError(t, e.js.DeleteStream(t.Context(), e.topo.DLQStream))
 	e.start(e.options(11))
@@ -49,6 +50,7 @@ func TestUnconfirmedCopyLeavesOriginalUnsettled(t *testing.T) {
 }
 
 func TestCrashBetweenCopyAndTermYieldsOneCopy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	seq := e.publish("meter.reads.north", read("MTR-1", 1), nil)
 
@@ -65,6 +67,7 @@ func TestCrashBetweenCopyAndTermYieldsOneCopy(t *testing.T) {
 }
 
 func TestPanicIsTransientAndTheServiceSurvives(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	o := e.options(13)
 	http := o.Sink
@@ -89,6 +92,7 @@ func TestPanicIsTransientAndTheServiceSurvives(t *testing.T) {
 }
 
 func TestPastBudgetIsDeadLetteredWithoutCallingDownstream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 
@@ -114,6 +118,7 @@ func TestPastBudgetIsDeadLetteredWithoutCallingDownstream(t *testing.T) {
 // redirect is not followed (its target answers 200 to a GET), and the read
 // ends as a transient failure with cause redirect.
 func TestARedirectIsNeverADelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) {
 		return http.StatusFound, http.Header{"Location": {"/login"}}
 	})
@@ -138,6 +143,7 @@ func TestARedirectIsNeverADelivery(t *testing.T) {
 // is counted and retried with delays that grow and never drop below half
 // their ceiling: no tight loop, and the original is not let go.
 func TestARejectedCopyIsRetriedSlowly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	cfg := e.topo.DLQStreamConfig()
 	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
@@ -175,6 +181,7 @@ func TestARejectedCopyIsRetriedSlowly(t *testing.T) {
 // longer guards against a second copy: a read whose copy was stored but
 // whose TERM was lost is looked for, and terminated without a second copy.
 func TestNoSecondCopyPastTheDuplicateWindow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	cfg := e.topo.DLQStreamConfig()
 	cfg.Duplicates = 200 * time.Millisecond

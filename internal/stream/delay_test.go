@@ -19,6 +19,7 @@ type parkedMsg struct {
 // Every parked read is taken exactly once, however many workers race for
 // them.
 func TestTakeParkedGivesEachReadOnce(t *testing.T) {
+	t.Parallel()
 	d := newDelayer(time.Minute, time.Now, nil, func(int) {})
 	const n = 1000
 	for i := range n {
@@ -55,6 +56,7 @@ func TestTakeParkedGivesEachReadOnce(t *testing.T) {
 // the client buffer for most of the ack wait: its first keep-alive goes out
 // at once, not a full interval later.
 func TestHeldAndParkedReadsAreKeptAliveAtOnce(t *testing.T) {
+	t.Parallel()
 	d := newDelayer(time.Hour, time.Now, nil, func(int) {})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -74,6 +76,7 @@ func TestHeldAndParkedReadsAreKeptAliveAtOnce(t *testing.T) {
 // At a stop, a read held for a retry goes back with the rest of its delay;
 // a parked read is handed back.
 func TestReleaseGivesEveryReadBack(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	d := newDelayer(time.Hour, func() time.Time { return now }, nil, func(int) {})
 	held, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)

@@ -20,6 +20,7 @@ import (
 // back, not charged: the next process delivers it instead of
 // dead-lettering it as exhausted.
 func TestACutLastAttemptIsHandedBack(t *testing.T) {
+	t.Parallel()
 	var healthy atomic.Bool
 	e := newEnv(t, func(n int, _ string) (int, http.Header) {
 		if healthy.Load() {
@@ -59,6 +60,7 @@ func TestACutLastAttemptIsHandedBack(t *testing.T) {
 // stops they see, none is dead-lettered for the delivery count those
 // hand-backs raised. The budget counts calls to the downstream.
 func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
+	t.Parallel()
 	var healthy atomic.Bool
 	e := newEnv(t, func(int, string) (int, http.Header) {
 		if healthy.Load() {
@@ -94,6 +96,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 // stop takes: a stop longer than the ack wait must not let a held read be
 // redelivered to another replica before its delay is over.
 func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
+	t.Parallel()
 	const retryAfter = 4 * time.Second // under the policy's max server wait (5s)
 	e := newEnvWith(t, func(n int, key string) (int, http.Header) {
 		if key == key1 && n == 1 {
@@ -134,6 +137,7 @@ func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
 
 // The breaker's cool-down timer is stopped with the consumer.
 func TestTheBreakerStopsWithTheConsumer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusServiceUnavailable, nil })
 	var stopped atomic.Int64
 	o := e.options(57)

@@ -43,6 +43,7 @@ func counter(t *testing.T, e *env, name string, labels ...string) prometheus.Col
 }
 
 func TestMetricsLint(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	stream.NewMetrics(reg)
 	problems, err := testutil.GatherAndLint(reg)
@@ -65,6 +66,7 @@ func counterGauge(t *testing.T, e *env, name string, labels ...string) prometheu
 }
 
 func TestAutoPullBatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		concurrency      int
 		handler, ackWait time.Duration

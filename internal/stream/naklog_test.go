@@ -17,6 +17,7 @@ import (
 // A storm of 20,000 failing reads writes NakLines per-read lines and one
 // summary counting the rest by cause, not 20,000 warnings.
 func TestNakLinesAreSummarisedUnderAStorm(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	n := &nakLog{log: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})), limit: NakLines}
 	ctx := context.Background()
@@ -47,6 +48,7 @@ func TestNakLinesAreSummarisedUnderAStorm(t *testing.T) {
 
 // At debug level every line is written.
 func TestNakLinesAreAllWrittenAtDebug(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	n := &nakLog{log: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), limit: NakLines}
 	for range 100 {

@@ -95,6 +95,7 @@ func measureSpread(t *testing.T) spread {
 }
 
 func TestJitterSurvivesASteadyFailureRate(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs for several seconds")
 	}

@@ -33,6 +33,7 @@ func status(code int) error {
 // count, what is on record, the sink's answer, and the one settlement that
 // follows. "held" is a read waiting out its retry delay in the process.
 func TestSettlementTable(t *testing.T) {
+	t.Parallel()
 	long := time.Now().Add(-time.Hour)
 	tests := []struct {
 		name      string
@@ -154,6 +155,7 @@ func TestSettlementTable(t *testing.T) {
 // A read waiting for the breaker when the stop begins is handed back, not
 // charged.
 func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
+	t.Parallel()
 	msg := newFakeMsg(goodRead, 3)
 	recs := &memRecords{}
 	var calls atomic.Int64
@@ -189,6 +191,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 // not fit is tried again on the read's next delivery, which goes straight
 // to it: the decision is on record.
 func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 300 * time.Millisecond
 	recs := &memRecords{}
 	var deadline time.Time

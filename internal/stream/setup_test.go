@@ -16,6 +16,7 @@ import (
 // promises on is refused, naming the field and the fix; --reconcile
 // updates it. Settings the server cannot change are refused either way.
 func TestAnExistingDurableIsChecked(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		change    func(*jetstream.ConsumerConfig)
@@ -76,6 +77,7 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 
 // The ack wait the service keeps reads alive by is the durable's own.
 func TestTheDurablesOwnAckWaitIsFollowed(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
@@ -95,6 +97,7 @@ func TestTheDurablesOwnAckWaitIsFollowed(t *testing.T) {
 // --reconcile applies the configured settings (adding subjects, never
 // removing one).
 func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
@@ -134,6 +137,7 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 // Without --create-streams, the records bucket must exist like the streams,
 // and the error says how to make it.
 func TestAMissingRecordsBucketIsNamed(t *testing.T) {
+	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
@@ -150,6 +154,7 @@ func TestAMissingRecordsBucketIsNamed(t *testing.T) {
 // Created streams have bounded retention and refuse new messages when
 // full rather than discard old ones.
 func TestCreatedStreamsAreBounded(t *testing.T) {
+	t.Parallel()
 	topo := testTopology()
 	topo.MaxAge, topo.DLQMaxBytes = 7*24*time.Hour, 1<<30
 	src, dl := topo.StreamConfig(), topo.DLQStreamConfig()

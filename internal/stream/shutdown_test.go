@@ -26,6 +26,7 @@ func (e *env) ledgerDelivered(keys []string, ok func(call) bool) {
 }
 
 func TestShutdownWithReadsInFlightLosesNone(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		latency  time.Duration
