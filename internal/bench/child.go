@@ -26,7 +26,7 @@ func childMemory(ctx context.Context, e *env, cfg Config) (ChildMemory, error) {
 		return out, err
 	}
 	var re *rateEngine
-	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(nil, nil) })
+	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(nil) })
 	if err != nil {
 		return out, err
 	}

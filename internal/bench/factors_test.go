@@ -58,7 +58,7 @@ func TestHTTPFactors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	re, err := startRateEngine(nil, nil)
+	re, err := startRateEngine(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func runHTTP(ctx context.Context, e *env, cfg Config) (*HTTPResult, error) {
 		}
 	}
 	var re *rateEngine
-	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(nil, nil) })
+	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(nil) })
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	}
 	var re *rateEngine
 	var err error
-	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(failsOnce, nil) })
+	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(failsOnce) })
 	if err != nil {
 		return SteadyVariant{}, 0, err
 	}

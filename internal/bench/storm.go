@@ -76,7 +76,7 @@ func stormVariant(ctx context.Context, e *env, n int, last uint64, durable strin
 	var re *rateEngine
 	var err error
 	labelled(ctx, sideDownstream, func(context.Context) {
-		re, err = startRateEngine(func(string) bool { return true }, nil)
+		re, err = startRateEngine(func(string) bool { return true })
 	})
 	if err != nil {
 		return StormVariant{}, err
