@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -95,3 +96,31 @@ func code(s string) string {
 
 // cell escapes the one character that would break a table row.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// PrintFlags writes the flags of fs named in names, in that order, one a
+// line: "  --name type  help (default x)". A default is left out when it is
+// empty or false; a flag of a custom type (a configuration setting) shows
+// no type, its help naming its kind. The subcommands and the bench print
+// their flags with it, in the house style of Usage.
+func PrintFlags(w io.Writer, fs *flag.FlagSet, names []string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		typ, help := flag.UnquoteUsage(f)
+		if typ == "value" { // a configuration setting: its help names its kind
+			typ = ""
+		}
+		arg := "--" + f.Name
+		if typ != "" {
+			arg += " " + typ
+		}
+		if d := f.DefValue; d != "" && d != "false" {
+			help += " (default " + d + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", arg, help)
+	}
+	_ = tw.Flush()
+}

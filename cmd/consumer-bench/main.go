@@ -17,8 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/bench"
 )
 
@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, intro)
-			printFlags(stdout, fs, flagOrder)
+			config.PrintFlags(stdout, fs, flagOrder)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "consumer-bench: %v (consumer-bench --help)\n", err)
@@ -169,29 +169,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
-}
-
-// printFlags writes the flags of fs named in names, in that order, one a
-// line: "  --name type  help (default x)". A default is left out when it is
-// empty or false.
-func printFlags(w io.Writer, fs *flag.FlagSet, names []string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, name := range names {
-		f := fs.Lookup(name)
-		if f == nil {
-			continue
-		}
-		typ, help := flag.UnquoteUsage(f)
-		arg := "--" + f.Name
-		if typ != "" {
-			arg += " " + typ
-		}
-		if d := f.DefValue; d != "" && d != "false" {
-			help += " (default " + d + ")"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\n", arg, help)
-	}
-	_ = tw.Flush()
 }
 
 func joinInts(v []int) string {

@@ -67,13 +67,13 @@ func dlqCommandUsage(w io.Writer, c dlqCommand, fs *flag.FlagSet, own []string) 
 	fmt.Fprintf(w, "usage: consumer dlq %s%s [flags]\n\n%s%s.\n", c.name, c.args, strings.ToUpper(c.summary[:1]), c.summary[1:])
 	if len(own) > 0 {
 		fmt.Fprint(w, "\nFlags:\n")
-		printFlags(w, fs, own)
+		config.PrintFlags(w, fs, own)
 	}
 	fmt.Fprint(w, "\nConnection (also from the environment and --config; see consumer --help):\n")
 	if f := fs.Lookup("config"); f != nil { // config.LoadTool adds it without help
 		f.Usage = "`path` of a YAML file to read settings from"
 	}
-	printFlags(w, fs, append([]string{"config"}, dlqConnFlags...))
+	config.PrintFlags(w, fs, append([]string{"config"}, dlqConnFlags...))
 	fmt.Fprintf(w, "\n%s", dlqNote)
 }
 
