@@ -29,14 +29,7 @@ func bare(e *env, pull int) starter {
 			if err != nil {
 				return
 			}
-			var cc jetstream.ConsumeContext
-			cc, err = cons.Consume(func(m jetstream.Msg) { _ = m.Ack() }, jetstream.PullMaxMessages(pull))
-			if err != nil {
-				nc.Close()
-				err = fmt.Errorf("consume: %w", err)
-				return
-			}
-			r = consuming(nc, cc, nil)
+			r, err = consume(nc, cons, func(m jetstream.Msg) { _ = m.Ack() }, nil, jetstream.PullMaxMessages(pull))
 		})
 		return r, err
 	}
@@ -54,17 +47,24 @@ func fanOut(e *env, pull int) starter {
 				return
 			}
 			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) { _ = m.Ack() })
-			cc, cerr := cons.Consume(dispatch, jetstream.PullMaxMessages(pull))
-			if cerr != nil {
-				after()
-				nc.Close()
-				err = fmt.Errorf("consume: %w", cerr)
-				return
-			}
-			r = consuming(nc, cc, after)
+			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(pull))
 		})
 		return r, err
 	}
+}
+
+// consume starts cons.Consume with handler and wraps it as consuming does;
+// when it cannot start, it calls after (if set) and closes nc.
+func consume(nc *nats.Conn, cons jetstream.Consumer, handler jetstream.MessageHandler, after func(), opts ...jetstream.PullConsumeOpt) (*running, error) {
+	cc, err := cons.Consume(handler, opts...)
+	if err != nil {
+		if after != nil {
+			after()
+		}
+		nc.Close()
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	return consuming(nc, cc, after), nil
 }
 
 // consuming wraps a Consume: stop stops it, then calls after (if set) and
@@ -118,14 +118,7 @@ func delayedByServer(e *env, sink downstream.Sink, policy retry.Policy, rnd retr
 				naks.record(md.Sequence.Stream, delay)
 				_ = m.NakWithDelay(delay)
 			})
-			cc, cerr := cons.Consume(dispatch)
-			if cerr != nil {
-				after()
-				nc.Close()
-				err = fmt.Errorf("consume: %w", cerr)
-				return
-			}
-			r = consuming(nc, cc, after)
+			r, err = consume(nc, cons, dispatch, after)
 		})
 		return r, err
 	}

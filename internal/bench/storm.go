@@ -126,18 +126,11 @@ func nakWithDelay(e *env, url string, delay time.Duration) starter {
 			}
 			p := newPoster(url, httpConcurrency)
 			dispatch, stopWorkers := workerPool(httpConcurrency, func(m jetstream.Msg) { settleFixed(ctx, p, m, delay) })
-			cc, cerr := cons.Consume(dispatch, jetstream.PullMaxMessages(httpConcurrency))
 			after := func() {
 				stopWorkers()
 				p.close()
 			}
-			if cerr != nil {
-				after()
-				nc.Close()
-				err = fmt.Errorf("consume: %w", cerr)
-				return
-			}
-			r = consuming(nc, cc, after)
+			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(httpConcurrency))
 		})
 		return r, err
 	}
