@@ -1,0 +1,44 @@
+// Package engine is the replica's one view of the rate engine's health. Every
+// call to the engine is reported to a View with its context (how often the
+// read failed before, its latency, what the engine answered), and the adaptive
+// limit, the retry budget, the replica-wide pause, the breaker's evidence and
+// the charging of sheds all read their verdicts from it, so they cannot
+// disagree about the engine.
+//
+// A read's failure is evidence about that read; the engine is judged across
+// many reads. Each call weighs 2^-f, f being how often its read failed before:
+// a first attempt weighs 1, the same read failing again weighs less and less.
+// From the weighted calls of the last Window (2s) the View judges:
+//
+//   - Shedding: at least ShedShare (30%) of the weight was shed (503, 429, a
+//     timeout, an unreachable engine). A shed then says nothing about its
+//     read and is not charged to it.
+//   - Overloaded: at least OverloadShare (50%) was shed; or FastShare (5%)
+//     was shed fast, answered in under half the latency baseline (refused
+//     before any work was done, as a load shedder does, where a read's own
+//     503 comes after the engine worked on it); or the engine's latency
+//     shows a queue (below). The limit comes down, the retry budget binds,
+//     and a Retry-After from several reads may pause the replica.
+//
+// A queue shows as latency that answers to load. Latencies of answered calls
+// are gathered into rounds of at least MinSamples calls lasting at least two
+// baseline latencies; a round's median is compared with a baseline that
+// follows the medians slowly (a time constant of BaselineWindow, four times
+// faster down than up). A round is queued when its median is above Tolerance
+// (1.5) times the baseline and at least MinRise (2ms) above it; three queued
+// rounds in a row are a queue. A latency that merely spreads (the same
+// distribution at 1 call and at 32) moves neither the median nor the
+// baseline, and a slow tail does not move a median at all: unlike the
+// least latency of a window, which a spread drags down, the median of
+// a round compares like with like.
+//
+// Retry-After is always the floor of its own read's delay (package retry).
+// The View turns it into a pause of the whole replica only when the engine
+// throttles broadly: ThrottleReads (3) distinct reads carried it within
+// Window while the engine is overloaded. The pause is the largest wait asked
+// for, clamped to MaxPause (retry.max_server_wait) and jittered up to half as
+// much again, never past MaxPause.
+//
+// A View is safe for concurrent use. It keeps no goroutine and no timer:
+// verdicts are computed from the clock at the time they are asked for.
+package engine

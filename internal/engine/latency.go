@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// maxSamples closes a round early, however short it was.
+const maxSamples = 256
+
+// rounds gathers latencies into rounds and compares each round's median
+// with a slowly moving baseline.
+type rounds struct {
+	min       int
+	window    time.Duration
+	tolerance float64
+	rise      time.Duration
+
+	samples  []time.Duration
+	start    time.Time
+	last     time.Duration // the last round's median
+	baseline time.Duration
+	streak   int // queued rounds in a row
+}
+
+// add adds a sample and reports whether it closed a round that confirms a
+// queue (the third queued round in a row, or any after it).
+func (r *rounds) add(now time.Time, d time.Duration) bool {
+	if len(r.samples) == 0 {
+		r.start = now
+	}
+	r.samples = append(r.samples, d)
+	long := now.Sub(r.start) >= 2*r.baseline
+	if len(r.samples) < maxSamples && (len(r.samples) < r.min || !long) {
+		return false
+	}
+	slices.Sort(r.samples)
+	m := r.samples[len(r.samples)/2]
+	took := now.Sub(r.start)
+	r.samples = r.samples[:0]
+	r.last = m
+	if r.baseline == 0 {
+		r.baseline = m
+		return false
+	}
+	base := r.baseline
+	if float64(m) > r.tolerance*float64(base) && m-base >= r.rise {
+		r.streak++
+	} else {
+		r.streak = 0
+	}
+	// The baseline follows the medians with a time constant of window going
+	// up and a quarter of it going down: a queue that lasts is taken for the
+	// engine's new latency after a while, a lower latency is learnt sooner.
+	a := min(float64(took)/float64(r.window), 1)
+	if m < base {
+		a = min(4*a, 1)
+	}
+	r.baseline = base + time.Duration(a*float64(m-base))
+	return r.streak >= 3
+}
+
+// queued reports a queue: the last three rounds or more were queued.
+func (r *rounds) queued() bool { return r.streak >= 3 }

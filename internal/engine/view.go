@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// Answer is what the engine did with one call.
+type Answer int
+
+const (
+	// Served: a 2xx. Its latency is a sample.
+	Served Answer = iota
+	// Refused: a permanent answer (400, 422): the engine served the call
+	// and found the read at fault. Its latency is a sample.
+	Refused
+	// Shed: a 503 or 429, a timeout, an engine that could not be reached
+	// (a refused or reset connection, a 502 or 504): a sign of overload when
+	// it is broad.
+	Shed
+	// Failed: another transient failure (a 500, a redirect, a panic of
+	// ours): the read's own, no sign of load.
+	Failed
+	// Cut: no answer, the stop cut the call short: nothing is learnt.
+	Cut
+)
+
+// Call is one call's outcome, in context.
+type Call struct {
+	// Read tells distinct reads apart (the stream sequence).
+	Read uint64
+	// Failures is how often the read failed before this call: 0 for a
+	// fresh read, a first attempt.
+	Failures   uint64
+	Answer     Answer
+	Latency    time.Duration
+	RetryAfter time.Duration // what the engine asked for, 0 if it did not
+	// Quota: the shed was a 429, a quota of the caller (an account over
+	// its rate): never taken for a fast load shed, however fast.
+	Quota bool
+}
+
+// Feedback is what one call means for the replica.
+type Feedback struct {
+	// Queued: the call closed a latency round that confirms a queue; the
+	// limit comes down a little, once per round.
+	Queued bool
+	// Hold: the latency shows a queue; the limit must not grow.
+	Hold bool
+	// Overloaded is the verdict after the call.
+	Overloaded bool
+	// Pause, when positive, is how long the whole replica should wait: the
+	// engine throttles broadly.
+	Pause time.Duration
+	// ShedShare, Latency and Baseline are the View's state after the call,
+	// as Snapshot has them.
+	ShedShare         float64
+	Latency, Baseline time.Duration
+}
+
+// Options configures a View. The zero value takes every default.
+type Options struct {
+	Window        time.Duration // of the shed shares and of throttling (default 2s)
+	MinWeight     float64       // weight of calls in Window before a share counts (default 10: ten first attempts)
+	ShedShare     float64       // shed share past which a shed is the engine's, not the read's (default 0.3)
+	OverloadShare float64       // shed share past which the engine is overloaded (default 0.5)
+	// FastShare is the share of calls shed fast (answered in under half the
+	// latency baseline: refused before any work was done, as a load shedder
+	// does) past which the engine is overloaded (default 0.05).
+	FastShare float64
+
+	Tolerance      float64       // a round's median over the baseline that is a queue (default 1.5)
+	MinRise        time.Duration // and by at least this much (default 2ms)
+	MinSamples     int           // latency samples of a round (default 48)
+	BaselineWindow time.Duration // the baseline's time constant going up (default 10s)
+
+	ThrottleReads int           // distinct reads with Retry-After in Window for a pause (default 3)
+	MaxPause      time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
+
+	Rand retry.Source     // jitter of pauses (default: seeded from the clock)
+	Now  func() time.Time // default time.Now
+}
+
+func (o *Options) defaults() error {
+	if o.Window <= 0 {
+		o.Window = 2 * time.Second
+	}
+	if o.MinWeight <= 0 {
+		o.MinWeight = 10
+	}
+	if o.ShedShare == 0 {
+		o.ShedShare = 0.3
+	}
+	if o.OverloadShare == 0 {
+		o.OverloadShare = 0.5
+	}
+	if o.FastShare == 0 {
+		o.FastShare = 0.05
+	}
+	if o.Tolerance == 0 {
+		o.Tolerance = 1.5
+	}
+	if o.MinRise == 0 {
+		o.MinRise = 2 * time.Millisecond
+	}
+	if o.MinSamples <= 0 {
+		o.MinSamples = 48
+	}
+	if o.BaselineWindow <= 0 {
+		o.BaselineWindow = 10 * time.Second
+	}
+	if o.ThrottleReads <= 0 {
+		o.ThrottleReads = 3
+	}
+	switch {
+	case o.ShedShare <= 0 || o.ShedShare > 1 || o.OverloadShare < o.ShedShare || o.OverloadShare > 1:
+		return fmt.Errorf("engine: shed share (%v) and overload share (%v) must satisfy 0 < shed <= overload <= 1", o.ShedShare, o.OverloadShare)
+	case o.FastShare < 0 || o.FastShare > 1:
+		return fmt.Errorf("engine: fast share (%v) must be in [0, 1]", o.FastShare)
+	case o.Tolerance <= 1:
+		return fmt.Errorf("engine: tolerance (%v) must be > 1", o.Tolerance)
+	case o.MaxPause < 0:
+		return fmt.Errorf("engine: max pause (%s) must be >= 0", o.MaxPause)
+	}
+	if o.Rand == nil {
+		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// View is the replica's view of the engine. Build it with New.
+type View struct {
+	o Options
+
+	mu       sync.Mutex
+	shares   shares
+	latency  rounds
+	throttle throttle
+}
+
+// New builds a View.
+func New(o Options) (*View, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	return &View{o: o, shares: shares{window: o.Window},
+		latency:  rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise},
+		throttle: throttle{window: o.Window, reads: o.ThrottleReads}}, nil
+}
+
+// weight is what a call of a read that failed f times before counts for.
+func weight(f uint64) float64 {
+	return 1 / float64(uint64(1)<<min(f, 30))
+}
+
+// Observe learns from one call and says what it means.
+func (v *View) Observe(c Call) Feedback {
+	if c.Answer == Cut {
+		return Feedback{Overloaded: v.Overloaded()}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.o.Now()
+	fast := c.Answer == Shed && !c.Quota && v.latency.baseline > 0 && c.Latency < v.latency.baseline/2
+	v.shares.add(now, weight(c.Failures), c.Answer == Shed, fast)
+	var fb Feedback
+	if c.Answer == Served || c.Answer == Refused {
+		fb.Queued = v.latency.add(now, c.Latency)
+	}
+	fb.Hold = v.latency.queued()
+	fb.Overloaded = v.overloaded(now)
+	fb.ShedShare, _, _ = v.shares.share(now, v.o.MinWeight)
+	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
+	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
+		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
+		if wait > 0 && fb.Overloaded && !now.Before(v.throttle.until) {
+			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
+			v.throttle.until = now.Add(fb.Pause)
+		}
+	}
+	return fb
+}
+
+// overloaded is the verdict at now. Locked.
+func (v *View) overloaded(now time.Time) bool {
+	shed, fast, ok := v.shares.share(now, v.o.MinWeight)
+	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.latency.queued()
+}
+
+// Overloaded reports whether the engine is overloaded: at least
+// OverloadShare of the calls' weight shed over Window, or FastShare shed
+// fast, or its latency shows a queue.
+func (v *View) Overloaded() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.overloaded(v.o.Now())
+}
+
+// Shedding reports whether the engine sheds broadly, so that a shed says
+// nothing about its read: at least ShedShare of the calls' weight shed over
+// Window, or the engine overloaded.
+func (v *View) Shedding() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.o.Now()
+	share, _, ok := v.shares.share(now, v.o.MinWeight)
+	return (ok && share >= v.o.ShedShare) || v.overloaded(now)
+}
+
+// Snapshot is the View's state, for metrics and logs.
+type Snapshot struct {
+	ShedShare  float64       // over Window (0 with too little weight)
+	Latency    time.Duration // median of the last round
+	Baseline   time.Duration
+	Queued     bool
+	Overloaded bool
+}
+
+// Snapshot returns the View's state now.
+func (v *View) Snapshot() Snapshot {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.o.Now()
+	share, _, _ := v.shares.share(now, v.o.MinWeight)
+	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
+		Queued: v.latency.queued(), Overloaded: v.overloaded(now)}
+}

@@ -1,0 +1,310 @@
+package engine_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/engine"
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+// clock is a manual clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newView(t *testing.T, o engine.Options) (*engine.View, *clock) {
+	t.Helper()
+	c := &clock{now: time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)}
+	o.Now = c.Now
+	if o.Rand == nil {
+		o.Rand = retry.NewRand(1)
+	}
+	v, err := engine.New(o)
+	require.NoError(t, err)
+	return v, c
+}
+
+// serve feeds n served calls, the i-th with latency lat(i), calls in flight
+// at once, the clock moving on by the latency over inFlight per call (a
+// steady stream), and returns how many feedbacks said queued or hold.
+func serve(v *engine.View, c *clock, n, inFlight int, lat func(i int) time.Duration) (queued, held int) {
+	for i := range n {
+		d := lat(i)
+		c.advance(d / time.Duration(inFlight))
+		fb := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: d})
+		if fb.Queued {
+			queued++
+		}
+		if fb.Hold {
+			held++
+		}
+	}
+	return queued, held
+}
+
+func uniform(r *rand.Rand, lo, hi time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
+}
+
+// lognormal has median m and a long tail: p99 about ten times the median.
+func lognormal(r *rand.Rand, m time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return time.Duration(float64(m) * math.Exp(r.NormFloat64())) }
+}
+
+// A latency that spreads without a queue is the same at one call in flight
+// and at 32: neither a uniform spread nor a long tail is taken for a queue.
+func TestASpreadingLatencyIsNoQueue(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		lat  func(*rand.Rand) func(int) time.Duration
+	}{
+		{"uniform 5-25ms", func(r *rand.Rand) func(int) time.Duration { return uniform(r, 5*time.Millisecond, 25*time.Millisecond) }},
+		{"long-tailed, median 10ms", func(r *rand.Rand) func(int) time.Duration { return lognormal(r, 10*time.Millisecond) }},
+	} {
+		for _, inFlight := range []int{1, 32} {
+			t.Run(tt.name, func(t *testing.T) {
+				v, c := newView(t, engine.Options{})
+				queued, held := serve(v, c, 50_000, inFlight, tt.lat(rand.New(rand.NewPCG(7, uint64(inFlight)))))
+				assert.Zero(t, queued, "at %d in flight", inFlight)
+				assert.Zero(t, held)
+				assert.False(t, v.Overloaded())
+			})
+		}
+	}
+}
+
+// A queue is a median risen past 1.5 times the baseline, two rounds in a
+// row: the limit comes down once a round and does not grow meanwhile; once
+// the latency is back, so is the verdict.
+func TestAQueueShowsInTheMedian(t *testing.T) {
+	v, c := newView(t, engine.Options{})
+	r := rand.New(rand.NewPCG(1, 2))
+	q, _ := serve(v, c, 2000, 8, uniform(r, 9*time.Millisecond, 11*time.Millisecond))
+	require.Zero(t, q)
+	s := v.Snapshot()
+	assert.InDelta(t, 10*time.Millisecond, s.Baseline, float64(time.Millisecond))
+
+	q, held := serve(v, c, 200, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
+	assert.Positive(t, q, "a tripled latency is a queue")
+	assert.Positive(t, held)
+	assert.True(t, v.Overloaded())
+	assert.True(t, v.Snapshot().Queued)
+
+	q, held = serve(v, c, 200, 8, uniform(r, 9*time.Millisecond, 11*time.Millisecond))
+	assert.LessOrEqual(t, q, 1)
+	assert.False(t, v.Overloaded(), "the queue is gone")
+	_ = held
+}
+
+// One round above the tolerance is noise; only a sustained rise is a queue.
+func TestOneSlowRoundIsNoQueue(t *testing.T) {
+	v, c := newView(t, engine.Options{MinSamples: 10})
+	at := func(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+	serve(v, c, 100, 4, at(10*time.Millisecond))
+	q, held := serve(v, c, 10, 4, at(40*time.Millisecond))
+	assert.Zero(t, q)
+	assert.Zero(t, held)
+	serve(v, c, 100, 4, at(10*time.Millisecond))
+	assert.False(t, v.Overloaded())
+}
+
+// mix feeds 100 reads a round: once of them are shed on their first call
+// and served on the next; always of them are shed on their first call and
+// on again calls after it.
+func mix(v *engine.View, c *clock, rounds, once, always int, again uint64) {
+	read := uint64(0)
+	served := func(f uint64) {
+		v.Observe(engine.Call{Read: read, Failures: f, Answer: engine.Served, Latency: 10 * time.Millisecond})
+	}
+	for range rounds {
+		for i := range 100 {
+			read++
+			c.advance(time.Millisecond)
+			switch {
+			case i < once:
+				v.Observe(engine.Call{Read: read, Answer: engine.Shed, Latency: 10 * time.Millisecond})
+				served(1)
+			case i < once+always:
+				v.Observe(engine.Call{Read: read, Answer: engine.Shed, Latency: 10 * time.Millisecond})
+				for f := range again {
+					v.Observe(engine.Call{Read: read, Failures: f + 1, Answer: engine.Shed, Latency: 10 * time.Millisecond})
+				}
+			default:
+				served(0)
+			}
+		}
+	}
+}
+
+// Sheds are judged across many reads: each call weighs 2^-(its read's
+// earlier failures), so a few reads failing again and again weigh little.
+func TestShedsAreJudgedAcrossReads(t *testing.T) {
+	tests := []struct {
+		name                 string
+		once, always         int
+		again                uint64
+		shedding, overloaded bool
+	}{
+		{"a fifth of the reads shed once", 20, 0, 0, false, false},
+		{"18% shed once, 5% always (5 calls again each)", 18, 5, 5, false, false},
+		{"10% always shed (5 calls again each)", 0, 10, 5, false, false},
+		{"35% shed once", 35, 0, 0, false, false},
+		{"every call shed", 0, 100, 3, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			mix(v, c, 40, tt.once, tt.always, tt.again)
+			assert.Equal(t, tt.shedding, v.Shedding(), "shedding, share %.2f", v.Snapshot().ShedShare)
+			assert.Equal(t, tt.overloaded, v.Overloaded(), "overloaded")
+		})
+	}
+}
+
+// An engine that fails calls at random, whatever the read, after working on
+// them: the share is its rate, retries included.
+func TestRandomShedsAreTheEngines(t *testing.T) {
+	for _, tt := range []struct {
+		p                    float64
+		shedding, overloaded bool
+	}{{0.1, false, false}, {0.4, true, false}, {0.6, true, true}} {
+		v, c := newView(t, engine.Options{})
+		r := rand.New(rand.NewPCG(3, 4))
+		for read := range uint64(4000) {
+			for f := uint64(0); ; f++ {
+				c.advance(100 * time.Microsecond)
+				if r.Float64() >= tt.p {
+					v.Observe(engine.Call{Read: read, Failures: f, Answer: engine.Served, Latency: 10 * time.Millisecond})
+					break
+				}
+				v.Observe(engine.Call{Read: read, Failures: f, Answer: engine.Shed, Latency: 10 * time.Millisecond})
+			}
+		}
+		assert.Equal(t, tt.shedding, v.Shedding(), "shedding at %v, share %.2f", tt.p, v.Snapshot().ShedShare)
+		assert.Equal(t, tt.overloaded, v.Overloaded(), "overloaded at %v", tt.p)
+	}
+}
+
+// Too few calls say nothing.
+func TestAFewShedsAreNoVerdict(t *testing.T) {
+	v, c := newView(t, engine.Options{})
+	for i := range 9 {
+		c.advance(time.Millisecond)
+		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed})
+	}
+	assert.False(t, v.Shedding())
+	c.advance(3 * time.Second)
+	for i := range 20 {
+		c.advance(time.Millisecond)
+		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed})
+	}
+	assert.True(t, v.Overloaded())
+	c.advance(3 * time.Second)
+	assert.False(t, v.Overloaded(), "the window has passed")
+}
+
+// Retry-After pauses the replica only when the engine throttles broadly:
+// several distinct reads within the window while it is overloaded. The
+// pause is the longest wait asked, clamped to MaxPause, jittered up to half
+// as much again, never past MaxPause.
+func TestRetryAfterPausesOnlyABroadThrottle(t *testing.T) {
+	const maxPause = 5 * time.Minute
+	throttled := func(v *engine.View, read uint64, ra time.Duration) engine.Feedback {
+		return v.Observe(engine.Call{Read: read, Answer: engine.Shed, RetryAfter: ra, Quota: true})
+	}
+	t.Run("one read throttled for a day, among served reads", func(t *testing.T) {
+		v, c := newView(t, engine.Options{MaxPause: maxPause})
+		mix(v, c, 5, 0, 0, 0)
+		for range 5 {
+			c.advance(time.Millisecond)
+			assert.Zero(t, throttled(v, 1, 24*time.Hour).Pause)
+		}
+	})
+	t.Run("one read in four throttled", func(t *testing.T) {
+		v, c := newView(t, engine.Options{MaxPause: maxPause})
+		for i := range 400 {
+			c.advance(time.Millisecond)
+			if i%4 == 0 {
+				assert.Zero(t, throttled(v, uint64(i), 2*time.Second).Pause)
+				continue
+			}
+			v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 10 * time.Millisecond})
+		}
+	})
+	t.Run("every read throttled", func(t *testing.T) {
+		v, c := newView(t, engine.Options{MaxPause: maxPause, Rand: retry.NewRand(9)})
+		var pauses []time.Duration
+		for i := range 40 {
+			c.advance(time.Millisecond)
+			if p := throttled(v, uint64(i), 2*time.Second).Pause; p > 0 {
+				pauses = append(pauses, p)
+			}
+		}
+		want := 2*time.Second + time.Duration(retry.NewRand(9).Int64N(int64(time.Second)+1))
+		assert.Equal(t, []time.Duration{want}, pauses, "one pause, the seed's jitter; none again while it lasts")
+	})
+	t.Run("a day asked for broadly is clamped", func(t *testing.T) {
+		v, c := newView(t, engine.Options{MaxPause: maxPause})
+		var longest time.Duration
+		for i := range 40 {
+			c.advance(time.Millisecond)
+			longest = max(longest, throttled(v, uint64(i), 24*time.Hour).Pause)
+		}
+		assert.Equal(t, maxPause, longest)
+	})
+	t.Run("without MaxPause, never", func(t *testing.T) {
+		v, c := newView(t, engine.Options{})
+		for i := range 40 {
+			c.advance(time.Millisecond)
+			assert.Zero(t, throttled(v, uint64(i), time.Second).Pause)
+		}
+	})
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	for _, o := range []engine.Options{
+		{ShedShare: 0.6, OverloadShare: 0.5}, {ShedShare: 1.5}, {Tolerance: 0.9}, {MaxPause: -1},
+	} {
+		_, err := engine.New(o)
+		assert.Error(t, err, "%+v", o)
+	}
+}
+
+// A shed answered at once, before any work, is a load shedder's; a 503
+// that took the engine's usual time is the read's own.
+func TestFastShedsAreLoadSheds(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		latency    time.Duration
+		overloaded bool
+	}{{"15% shed at once", 100 * time.Microsecond, true}, {"15% shed after the usual 10ms", 10 * time.Millisecond, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			for i := range 2000 {
+				c.advance(500 * time.Microsecond)
+				if i > 200 && i%100 < 15 {
+					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: tt.latency})
+					continue
+				}
+				v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 10 * time.Millisecond})
+			}
+			assert.Equal(t, tt.overloaded, v.Overloaded())
+			assert.False(t, v.Shedding() && !tt.overloaded, "15% is not broad shedding")
+		})
+	}
+}
