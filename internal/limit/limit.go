@@ -7,22 +7,24 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// Signal is what one call says about the downstream's load.
+// Signal is what one call says about the downstream's load, as the
+// engine's view (package engine) judged it.
 type Signal int
 
 const (
-	// Answered: the downstream answered in its own time (a 2xx, or a
-	// permanent failure such as a 422): its latency is a sample.
+	// Answered: the downstream answered in its own time: the limit may grow.
 	Answered Signal = iota
-	// Overloaded: the downstream shed the call (503, 429), timed out, or
-	// could not be reached: the limit goes down.
+	// Queued: the engine's latency shows a queue: the limit comes down by
+	// Backoff.
+	Queued
+	// Overloaded: the call was shed while the engine is overloaded: the
+	// limit comes down by ShedBackoff.
 	Overloaded
-	// Ignored: no answer about the downstream's load (another failure, or
-	// a call cut short by a stop): the slot is given back, nothing learnt.
+	// Ignored: no answer about the downstream's load (a read's own failure,
+	// a shed of an engine not overloaded, a call cut short by a stop): the
+	// slot is given back, nothing learnt.
 	Ignored
 )
 
@@ -30,30 +32,13 @@ const (
 type Options struct {
 	Min, Max int // bounds of the limit (Min default 1)
 	Initial  int // the limit to start from (default Min): start low, find the capacity
-	// Tolerance is how far the smoothed latency may rise above the
-	// baseline (the least latency seen over BaselineWindow) before it is a
-	// sign of overload (default 1.5). A rise is a sign only when it is also
-	// at least MinRise (default 2ms: the jitter of a fast engine on a loaded
-	// client is not a queue).
-	Tolerance float64
-	MinRise   time.Duration
-	// Backoff multiplies the limit when the latency rises (default 0.9);
-	// ShedBackoff when the downstream sheds or times out (default 0.5): a
-	// shed means the engine's queue is full, and a fleet that halves
-	// together lets it empty, so that every replica sees (and learns) the
-	// engine's unloaded latency again. Each at most once per round trip.
+	// Backoff multiplies the limit on a queue (default 0.9); ShedBackoff on
+	// a shed of an overloaded engine (default 0.5): a fleet that halves
+	// together lets the engine's queue empty. Each at most once per round
+	// trip.
 	Backoff, ShedBackoff float64
-	// BaselineWindow is how long a latency counts as the baseline (default
-	// 10s). Short enough that replicas which joined a loaded engine, and saw
-	// only its queued latency, all learn the unloaded one again at the next
-	// dip (a halving after a shed empties the queue), so they steer by the
-	// same reference and share the engine fairly; long enough to span many
-	// round trips.
-	BaselineWindow time.Duration
-	// Rand jitters the pauses Retry-After asks for (default: seeded from
-	// the clock); Now is the clock (default time.Now).
-	Rand retry.Source
-	Now  func() time.Time
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 func (o *Options) defaults() error {
@@ -63,33 +48,19 @@ func (o *Options) defaults() error {
 	if o.Initial <= 0 {
 		o.Initial = o.Min
 	}
-	if o.Tolerance == 0 {
-		o.Tolerance = 1.5
-	}
-	if o.MinRise == 0 {
-		o.MinRise = 2 * time.Millisecond
-	}
 	if o.Backoff == 0 {
 		o.Backoff = 0.9
 	}
 	if o.ShedBackoff == 0 {
 		o.ShedBackoff = 0.5
 	}
-	if o.BaselineWindow <= 0 {
-		o.BaselineWindow = 10 * time.Second
-	}
 	switch {
 	case o.Max < o.Min:
 		return fmt.Errorf("limit: max (%d) must be >= min (%d)", o.Max, o.Min)
 	case o.Initial < o.Min || o.Initial > o.Max:
 		return fmt.Errorf("limit: initial (%d) must be within [%d, %d]", o.Initial, o.Min, o.Max)
-	case o.Tolerance <= 1:
-		return fmt.Errorf("limit: tolerance (%v) must be > 1", o.Tolerance)
 	case o.Backoff <= 0 || o.Backoff >= 1 || o.ShedBackoff <= 0 || o.ShedBackoff >= 1:
 		return fmt.Errorf("limit: backoff (%v) and shed backoff (%v) must be in (0, 1)", o.Backoff, o.ShedBackoff)
-	}
-	if o.Rand == nil {
-		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -106,13 +77,12 @@ type Limiter struct {
 	limit      float64
 	threshold  float64 // the slow-start threshold: above it, additive growth
 	inFlight   int
-	srtt       time.Duration // smoothed latency of answered calls; 0 until the first
+	srtt       time.Duration // smoothed latency of answered calls, to pace decreases; 0 until the first
 	full       time.Time     // when the calls in flight last reached the limit
-	baseline   windowMin
-	decreased  time.Time // when the limit last went down
-	shed       time.Time // when a call was last shed or timed out
+	decreased  time.Time     // when the limit last went down
 	pauseUntil time.Time
-	waiters    list.List   // of *waiter, first come first served
+	retries    list.List   // of *waiter: retries wait ahead of first attempts
+	firsts     list.List   // of *waiter, first come first served
 	resume     *time.Timer // grants when a pause is over
 	onChange   func(limit int)
 }
@@ -131,8 +101,7 @@ func New(o Options) (*Limiter, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Limiter{o: o, limit: float64(o.Initial), threshold: float64(o.Max),
-		baseline: windowMin{window: o.BaselineWindow}}, nil
+	return &Limiter{o: o, limit: float64(o.Initial), threshold: float64(o.Max)}, nil
 }
 
 // OnChange sets a function called with the new limit after each change,
@@ -150,24 +119,15 @@ func (l *Limiter) Limit() int {
 	return int(l.limit)
 }
 
-// LastShed is when a call was last shed or timed out (an Overloaded
-// signal; zero: never). A risen latency does not count: the limit rises
-// into it on purpose, at the engine's capacity, to find it.
-func (l *Limiter) LastShed() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.shed
-}
-
 // Waiting is how many calls wait for a slot.
 func (l *Limiter) Waiting() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.waiters.Len()
+	return l.retries.Len() + l.firsts.Len()
 }
 
-// Paused reports until when the downstream asked the replica to wait (zero
-// when it did not, or the time is past).
+// Paused reports until when the replica was asked to wait (zero when it
+// was not, or the time is past).
 func (l *Limiter) Paused() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -177,18 +137,41 @@ func (l *Limiter) Paused() time.Time {
 	return time.Time{}
 }
 
-// Acquire waits for a slot: fewer calls in flight than the limit, and no
-// pause the downstream asked for. Slots go to waiters in the order they
-// came. It returns ctx's error if ctx ends first.
-func (l *Limiter) Acquire(ctx context.Context) (Token, error) {
+// Pause holds every new call until until (a pause that ends later is kept).
+// The engine's view decides when the replica as a whole must wait.
+func (l *Limiter) Pause(until time.Time) {
 	l.mu.Lock()
-	if l.waiters.Len() == 0 && l.free(l.o.Now()) {
-		l.take(l.o.Now())
+	defer l.mu.Unlock()
+	if !until.After(l.pauseUntil) {
+		return
+	}
+	l.pauseUntil = until
+	if l.resume != nil {
+		l.resume.Stop()
+		l.resume = nil
+	}
+	l.schedule()
+}
+
+// Acquire waits for a slot: fewer calls in flight than the limit, and no
+// pause. A retry (a read that failed before) is granted before any first
+// attempt, so that a retry that is due is never starved by new reads;
+// within each, slots go in the order asked. It returns ctx's error if ctx
+// ends first.
+func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
+	l.mu.Lock()
+	now := l.o.Now()
+	if l.retries.Len() == 0 && (retry || l.firsts.Len() == 0) && l.free(now) {
+		l.take(now)
 		l.mu.Unlock()
-		return Token{start: l.o.Now()}, nil
+		return Token{start: now}, nil
 	}
 	w := &waiter{ch: make(chan struct{})}
-	e := l.waiters.PushBack(w)
+	q := &l.firsts
+	if retry {
+		q = &l.retries
+	}
+	e := q.PushBack(w)
 	l.schedule()
 	l.mu.Unlock()
 	select {
@@ -200,7 +183,7 @@ func (l *Limiter) Acquire(ctx context.Context) (Token, error) {
 			l.inFlight-- // granted as ctx ended: give it to the next
 			l.grant()
 		} else {
-			l.waiters.Remove(e)
+			q.Remove(e)
 		}
 		l.mu.Unlock()
 		return Token{}, ctx.Err()
@@ -220,14 +203,16 @@ func (l *Limiter) take(now time.Time) {
 	}
 }
 
-// grant gives free slots to the first waiters. Locked.
+// grant gives free slots to the first waiters, retries first. Locked.
 func (l *Limiter) grant() {
 	now := l.o.Now()
-	for l.waiters.Len() > 0 && l.free(now) {
-		w := l.waiters.Remove(l.waiters.Front()).(*waiter)
-		w.granted = true
-		l.take(now)
-		close(w.ch)
+	for _, q := range []*list.List{&l.retries, &l.firsts} {
+		for q.Len() > 0 && l.free(now) {
+			w := q.Remove(q.Front()).(*waiter)
+			w.granted = true
+			l.take(now)
+			close(w.ch)
+		}
 	}
 	l.schedule()
 }
@@ -236,7 +221,7 @@ func (l *Limiter) grant() {
 // Locked.
 func (l *Limiter) schedule() {
 	wait := l.pauseUntil.Sub(l.o.Now())
-	if l.waiters.Len() == 0 || wait <= 0 || l.resume != nil {
+	if l.retries.Len()+l.firsts.Len() == 0 || wait <= 0 || l.resume != nil {
 		return
 	}
 	l.resume = time.AfterFunc(wait, func() {
@@ -247,11 +232,8 @@ func (l *Limiter) schedule() {
 	})
 }
 
-// Release gives back t's slot with what the call said: the signal, and a
-// wait the downstream asked for (Retry-After on a 503 or a 429), which
-// pauses every call of this replica for that long, jittered up to half as
-// much again, so that a fleet told to wait does not come back together.
-func (l *Limiter) Release(t Token, s Signal, retryAfter time.Duration) {
+// Release gives back t's slot with what the engine's view made of the call.
+func (l *Limiter) Release(t Token, s Signal) {
 	l.mu.Lock()
 	now := l.o.Now()
 	l.inFlight--
@@ -260,19 +242,11 @@ func (l *Limiter) Release(t Token, s Signal, retryAfter time.Duration) {
 	switch s {
 	case Answered:
 		l.answered(now, rtt)
+	case Queued:
+		l.smooth(rtt)
+		l.decrease(now, l.o.Backoff)
 	case Overloaded:
-		l.shed = now
 		l.decrease(now, l.o.ShedBackoff)
-	}
-	if retryAfter > 0 && s == Overloaded {
-		pause := now.Add(retryAfter + time.Duration(l.o.Rand.Int64N(int64(retryAfter/2)+1)))
-		if pause.After(l.pauseUntil) {
-			l.pauseUntil = pause
-			if l.resume != nil {
-				l.resume.Stop()
-				l.resume = nil
-			}
-		}
 	}
 	l.grant()
 	after := int(l.limit)
@@ -283,18 +257,18 @@ func (l *Limiter) Release(t Token, s Signal, retryAfter time.Duration) {
 	}
 }
 
-// answered learns from a latency sample. Locked.
-func (l *Limiter) answered(now time.Time, rtt time.Duration) {
-	l.baseline.add(now, rtt)
+// smooth learns a round trip, to pace decreases by. Locked.
+func (l *Limiter) smooth(rtt time.Duration) {
 	if l.srtt == 0 {
 		l.srtt = rtt
 	} else {
 		l.srtt += (rtt - l.srtt) / 8
 	}
-	if base := l.baseline.min(now); base > 0 && l.queued(base) {
-		l.decrease(now, l.o.Backoff)
-		return
-	}
+}
+
+// answered grows a limit in use. Locked.
+func (l *Limiter) answered(now time.Time, rtt time.Duration) {
+	l.smooth(rtt)
 	// Grow only a limit in use (reached within the last two round trips):
 	// a limit that idle periods grew would let a burst through at once.
 	if now.Sub(l.full) > 2*max(l.srtt, time.Millisecond) {
@@ -308,12 +282,6 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 	l.limit = math.Min(l.limit, float64(l.o.Max))
 }
 
-// queued reports a latency risen above base enough to mean calls wait in
-// the downstream's queue. Locked.
-func (l *Limiter) queued(base time.Duration) bool {
-	return float64(l.srtt) > l.o.Tolerance*float64(base) && l.srtt-base >= l.o.MinRise
-}
-
 // decrease lowers the limit on a sign of overload, once per smoothed
 // latency: the calls of one round trip all tell of the same overload.
 // Locked.
@@ -324,36 +292,4 @@ func (l *Limiter) decrease(now time.Time, by float64) {
 	l.decreased = now
 	l.limit = math.Max(float64(l.o.Min), l.limit*by)
 	l.threshold = l.limit
-}
-
-// windowMin is the least latency seen over a window, kept in ten slots.
-type windowMin struct {
-	window time.Duration
-	slots  [10]struct {
-		epoch int64
-		min   time.Duration
-	}
-}
-
-func (w *windowMin) width() int64 { return max(int64(w.window/10), 1) }
-
-func (w *windowMin) add(now time.Time, d time.Duration) {
-	e := now.UnixNano() / w.width()
-	s := &w.slots[e%10]
-	if s.epoch != e {
-		s.epoch, s.min = e, d
-		return
-	}
-	s.min = min(s.min, d)
-}
-
-func (w *windowMin) min(now time.Time) time.Duration {
-	e := now.UnixNano() / w.width()
-	var m time.Duration
-	for _, s := range w.slots {
-		if e-s.epoch < 10 && s.min > 0 && (m == 0 || s.min < m) {
-			m = s.min
-		}
-	}
-	return m
 }

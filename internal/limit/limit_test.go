@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/limit"
-	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // clock is a manual clock.
@@ -29,7 +28,7 @@ func (c *clock) advance(d time.Duration) {
 func newLimiter(t *testing.T, o limit.Options) (*limit.Limiter, *clock) {
 	t.Helper()
 	c := &clock{now: time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)}
-	o.Now, o.Rand = c.Now, retry.NewRand(1)
+	o.Now = c.Now
 	if o.Max == 0 {
 		o.Max = 64
 	}
@@ -45,12 +44,12 @@ func round(t *testing.T, l *limit.Limiter, c *clock, rtt time.Duration, s limit.
 	tokens := make([]limit.Token, n)
 	for i := range tokens {
 		var err error
-		tokens[i], err = l.Acquire(t.Context())
+		tokens[i], err = l.Acquire(t.Context(), false)
 		require.NoError(t, err)
 	}
 	c.advance(rtt)
 	for _, tk := range tokens {
-		l.Release(tk, s, 0)
+		l.Release(tk, s)
 	}
 }
 
@@ -77,22 +76,20 @@ func TestOverloadMultipliesTheLimitOncePerRoundTrip(t *testing.T) {
 	assert.Equal(t, after+1, l.Limit())
 }
 
-// A latency risen above the tolerance of the baseline is a sign of
-// overload before anything is shed: the engine's queue is growing.
-func TestARisingLatencyLowersTheLimit(t *testing.T) {
+// A queue the engine's view sees lowers the limit by a tenth, once a round
+// trip; the limit grows back when the queue is gone.
+func TestAQueueLowersTheLimit(t *testing.T) {
 	l, c := newLimiter(t, limit.Options{Initial: 10, Max: 10})
-	for range 5 {
-		round(t, l, c, 10*time.Millisecond, limit.Answered)
-	}
+	round(t, l, c, 10*time.Millisecond, limit.Answered)
 	require.Equal(t, 10, l.Limit())
-	for range 20 {
-		round(t, l, c, 40*time.Millisecond, limit.Answered) // four times the baseline
+	round(t, l, c, 10*time.Millisecond, limit.Queued)
+	assert.Equal(t, 9, l.Limit(), "one decrease for one round trip")
+	for range 10 {
+		round(t, l, c, 10*time.Millisecond, limit.Queued)
 	}
-	assert.Less(t, l.Limit(), 10)
-	assert.Positive(t, l.Limit())
-
-	// The engine recovers: the limit grows back.
 	low := l.Limit()
+	assert.Less(t, low, 5)
+	assert.Positive(t, low)
 	for range 30 {
 		round(t, l, c, 10*time.Millisecond, limit.Answered)
 	}
@@ -115,10 +112,10 @@ func TestTheLimitStaysWithinItsBounds(t *testing.T) {
 func TestAnIdleLimitDoesNotGrow(t *testing.T) {
 	l, c := newLimiter(t, limit.Options{Initial: 8})
 	for range 50 {
-		tk, err := l.Acquire(t.Context())
+		tk, err := l.Acquire(t.Context(), false)
 		require.NoError(t, err)
 		c.advance(time.Millisecond)
-		l.Release(tk, limit.Answered, 0) // one call at a time
+		l.Release(tk, limit.Answered) // one call at a time
 	}
 	assert.Equal(t, 8, l.Limit())
 }
@@ -126,131 +123,83 @@ func TestAnIdleLimitDoesNotGrow(t *testing.T) {
 // Acquire waits for a slot and is woken by a release.
 func TestAcquireWaitsForASlot(t *testing.T) {
 	l, _ := newLimiter(t, limit.Options{Initial: 1})
-	first, err := l.Acquire(t.Context())
+	first, err := l.Acquire(t.Context(), false)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err = l.Acquire(ctx)
+	_, err = l.Acquire(ctx, false)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "no slot while the one call is in flight")
 
 	got := make(chan error, 1)
-	go func() { _, err := l.Acquire(t.Context()); got <- err }()
-	l.Release(first, limit.Ignored, 0)
+	go func() { _, err := l.Acquire(t.Context(), false); got <- err }()
+	l.Release(first, limit.Ignored)
 	require.NoError(t, <-got)
 }
 
 // Slots go to the calls that waited longest.
 func TestSlotsAreGivenInTheOrderAsked(t *testing.T) {
 	l, _ := newLimiter(t, limit.Options{Initial: 1})
-	first, err := l.Acquire(t.Context())
+	first, err := l.Acquire(t.Context(), false)
 	require.NoError(t, err)
 	order := make(chan int, 3)
 	for i := range 3 {
 		go func() {
-			tk, err := l.Acquire(t.Context())
+			tk, err := l.Acquire(t.Context(), false)
 			if err == nil {
 				order <- i
-				l.Release(tk, limit.Ignored, 0)
+				l.Release(tk, limit.Ignored)
 			}
 		}()
 		require.Eventually(t, func() bool { return l.Waiting() == i+1 }, 5*time.Second, time.Millisecond)
 	}
-	l.Release(first, limit.Ignored, 0)
+	l.Release(first, limit.Ignored)
 	assert.Equal(t, []int{0, 1, 2}, []int{<-order, <-order, <-order})
 }
 
-// A Retry-After pauses every call of the replica, for the time asked plus
-// a jitter of up to half of it, the same for a seed.
-func TestRetryAfterPausesTheReplica(t *testing.T) {
-	l, c := newLimiter(t, limit.Options{Initial: 4})
-	tk, err := l.Acquire(t.Context())
+// A retry (a read that failed before) is granted a slot before any first
+// attempt, however long the first attempts waited.
+func TestRetriesAreGrantedFirst(t *testing.T) {
+	l, _ := newLimiter(t, limit.Options{Initial: 1})
+	first, err := l.Acquire(t.Context(), false)
 	require.NoError(t, err)
-	l.Release(tk, limit.Overloaded, 2*time.Second)
-	until := l.Paused()
-	require.False(t, until.IsZero())
-	wait := until.Sub(c.Now())
-	assert.GreaterOrEqual(t, wait, 2*time.Second)
-	assert.LessOrEqual(t, wait, 3*time.Second)
-	want := 2*time.Second + time.Duration(retry.NewRand(1).Int64N(int64(time.Second)+1))
-	assert.Equal(t, want, wait, "the jitter is the seeded source's draw")
+	order := make(chan string, 3)
+	for i, retry := range []bool{false, false, true} {
+		go func() {
+			tk, err := l.Acquire(t.Context(), retry)
+			if err == nil {
+				order <- map[bool]string{false: "first", true: "retry"}[retry]
+				l.Release(tk, limit.Ignored)
+			}
+		}()
+		require.Eventually(t, func() bool { return l.Waiting() == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	l.Release(first, limit.Ignored)
+	assert.Equal(t, []string{"retry", "first", "first"}, []string{<-order, <-order, <-order})
+}
+
+// Pause holds every new call until the time given; an earlier end does not
+// shorten a pause.
+func TestPauseHoldsTheReplica(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 4})
+	l.Pause(c.Now().Add(2 * time.Second))
+	l.Pause(c.Now().Add(time.Second))
+	assert.Equal(t, c.Now().Add(2*time.Second), l.Paused())
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err = l.Acquire(ctx)
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "paused: no call goes through")
-	c.advance(wait)
-	_, err = l.Acquire(t.Context())
+	_, err := l.Acquire(ctx, true)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "paused: no call goes through, not even a retry")
+	c.advance(2 * time.Second)
+	_, err = l.Acquire(t.Context(), false)
 	assert.NoError(t, err)
 	assert.True(t, l.Paused().IsZero())
 }
 
 func TestOptionsAreChecked(t *testing.T) {
 	for _, o := range []limit.Options{
-		{Max: 0}, {Min: 4, Max: 2}, {Max: 4, Initial: 9}, {Max: 4, Tolerance: 0.5}, {Max: 4, Backoff: 1.5},
+		{Max: 0}, {Min: 4, Max: 2}, {Max: 4, Initial: 9}, {Max: 4, Backoff: 1.5},
 	} {
 		_, err := limit.New(o)
 		assert.Error(t, err, "%+v", o)
 	}
-}
-
-// Independent limiters sharing one bottleneck converge on fair shares:
-// four replicas, starting one after the other, in front of an engine whose
-// queue makes calls slower as it fills and that sheds past it.
-func TestReplicasConvergeOnAFairShare(t *testing.T) {
-	c := &clock{now: time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)}
-	const servers = 24 // calls the engine serves at once, at its unloaded latency
-	var ls []*limit.Limiter
-	for i := range 4 {
-		l, err := limit.New(limit.Options{Max: 64, BaselineWindow: 2 * time.Second, Now: c.Now, Rand: retry.NewRand(uint64(i))})
-		require.NoError(t, err)
-		ls = append(ls, l)
-	}
-	for r := range 600 {
-		running := ls[:min(len(ls), 1+r/100)] // a replica joins every 100 rounds
-		total := 0
-		for _, l := range running {
-			total += l.Limit()
-		}
-		rtt := 10 * time.Millisecond
-		if total > servers {
-			rtt = rtt * time.Duration(total) / servers // the queue's wait
-		}
-		var tokens [][]limit.Token
-		for _, l := range running {
-			var ts []limit.Token
-			for range l.Limit() {
-				tk, err := l.Acquire(t.Context())
-				require.NoError(t, err)
-				ts = append(ts, tk)
-			}
-			tokens = append(tokens, ts)
-		}
-		c.advance(rtt)
-		for i, l := range running {
-			sig := limit.Answered
-			if total > 2*servers {
-				sig = limit.Overloaded // past the queue: shed
-			}
-			for _, tk := range tokens[i] {
-				l.Release(tk, sig, 0)
-			}
-		}
-	}
-	total, lo, hi := 0, 1<<30, 0
-	for _, l := range ls {
-		total += l.Limit()
-		lo, hi = min(lo, l.Limit()), max(hi, l.Limit())
-	}
-	t.Logf("limits after 600 rounds: %v", limits(ls))
-	assert.LessOrEqual(t, total, servers*3/2, "the fleet keeps the engine's queue short")
-	assert.GreaterOrEqual(t, total, servers*3/4, "and its servers busy")
-	assert.LessOrEqual(t, hi-lo, 3, "fair shares, the first replica's head start given up")
-}
-
-func limits(ls []*limit.Limiter) []int {
-	var out []int
-	for _, l := range ls {
-		out = append(out, l.Limit())
-	}
-	return out
 }
