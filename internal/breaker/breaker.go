@@ -103,6 +103,9 @@ type Breaker struct {
 	round     uint64        // half-open rounds so far; a probe belongs to one
 	probes    int           // probes in flight (half-open)
 	successes int           // successful probes (half-open)
+	failures  int           // failed probes of reads that failed before (half-open)
+	fresh     int           // fresh reads waiting in Acquire while not closed
+	freed     chan struct{} // closed and replaced when a probe's place is freed
 	reopens   int           // consecutive failed probe rounds
 	stopTimer func()
 }
@@ -118,18 +121,23 @@ type bucket struct {
 // when the call ended without an answer about the downstream.
 type Permit struct {
 	probe bool
+	fresh bool   // the read had not failed before
 	round uint64 // the half-open round a probe belongs to
 }
 
 // Probe reports whether the call was let through as a half-open probe.
 func (p Permit) Probe() bool { return p.probe }
 
+// Fresh reports whether the permit was asked for a read that had not
+// failed before.
+func (p Permit) Fresh() bool { return p.fresh }
+
 // New builds a closed Breaker.
 func New(o Options) (*Breaker, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Breaker{o: o, changed: make(chan struct{})}, nil
+	return &Breaker{o: o, changed: make(chan struct{}), freed: make(chan struct{})}, nil
 }
 
 // State returns the current state.
@@ -148,38 +156,78 @@ func (b *Breaker) Changed() <-chan struct{} {
 
 // Acquire waits until a call may go through: at once when closed, as one
 // of the probes when half-open, and not before the cool-down when open.
-func (b *Breaker) Acquire(ctx context.Context) (Permit, error) {
+// fresh says the read has not failed before: only fresh reads are evidence
+// of an outage, and a half-open round is probed with fresh reads whenever
+// any is waiting (a read that failed before probes only when none is).
+func (b *Breaker) Acquire(ctx context.Context, fresh bool) (Permit, error) {
 	if State(b.fast.Load()) == Closed {
-		return Permit{}, nil
+		return Permit{fresh: fresh}, nil
 	}
+	waiting := false
+	defer func() {
+		if waiting {
+			b.mu.Lock()
+			b.unwait()
+			b.mu.Unlock()
+		}
+	}()
 	for {
 		b.mu.Lock()
 		switch {
 		case b.state == Closed:
 			b.mu.Unlock()
-			return Permit{}, nil
-		case b.state == HalfOpen && b.probes+b.successes < b.o.Probes:
+			return Permit{fresh: fresh}, nil
+		case b.state == HalfOpen && b.probes+b.successes < b.o.Probes && (fresh || b.fresh == 0):
 			b.probes++
 			round := b.round
+			if waiting {
+				b.unwait()
+				waiting = false
+			}
 			b.mu.Unlock()
-			return Permit{probe: true, round: round}, nil
+			return Permit{probe: true, fresh: fresh, round: round}, nil
 		}
-		ch := b.changed
+		if fresh && !waiting {
+			b.fresh++
+			waiting = true
+		}
+		ch, freed := b.changed, b.freed
 		b.mu.Unlock()
 		select {
 		case <-ch:
+		case <-freed:
 		case <-ctx.Done():
 			return Permit{}, ctx.Err()
 		}
 	}
 }
 
+// unwait counts a fresh waiter gone; the last one lets the others probe.
+// Locked.
+func (b *Breaker) unwait() {
+	if b.fresh--; b.fresh == 0 {
+		b.free()
+	}
+}
+
+// free wakes the waiters: a probe's place was freed. Locked.
+func (b *Breaker) free() {
+	close(b.freed)
+	b.freed = make(chan struct{})
+}
+
 // Done records the outcome of a call made under p: failed is true for a
 // transient failure of the downstream (a permanent failure is an answer
-// from a healthy downstream: pass false).
+// from a healthy downstream: pass false). Only fresh reads count towards
+// opening: a read that fails again is evidence about that read. A failed
+// probe of a fresh read reopens the breaker; a failed probe of a read that
+// failed before does not decide the round alone: its place goes to another
+// probe, and the round fails only once Probes such probes failed.
 func (b *Breaker) Done(p Permit, failed bool) {
-	if !p.probe && !failed && State(b.fast.Load()) == Closed {
-		b.count(b.o.Now(), false) // a success cannot open it
+	if !p.probe && (!p.fresh || !failed) && State(b.fast.Load()) == Closed {
+		if p.fresh {
+			b.count(b.o.Now(), false) // a success cannot open it
+		}
 		return
 	}
 	var from, to State
@@ -192,12 +240,18 @@ func (b *Breaker) Done(p Permit, failed bool) {
 			return
 		}
 		b.probes--
-		if failed {
+		switch {
+		case failed && (p.fresh || b.failures+1 >= b.o.Probes):
 			from, to = b.transition(Open)
-		} else if b.successes++; b.successes >= b.o.Probes {
-			from, to = b.transition(Closed)
+		case failed:
+			b.failures++
+			b.free()
+		default:
+			if b.successes++; b.successes >= b.o.Probes {
+				from, to = b.transition(Closed)
+			}
 		}
-	} else if b.state == Closed {
+	} else if b.state == Closed && p.fresh {
 		from, to = b.record(failed)
 	}
 	b.mu.Unlock()
@@ -214,6 +268,7 @@ func (b *Breaker) Release(p Permit) {
 	b.mu.Lock()
 	if b.current(p) {
 		b.probes--
+		b.free()
 	}
 	b.mu.Unlock()
 }
@@ -295,7 +350,7 @@ func (b *Breaker) transition(s State) (State, State) {
 		b.stopTimer = b.o.AfterFunc(wait, b.halfOpen)
 	case HalfOpen:
 		b.round++
-		b.probes, b.successes = 0, 0
+		b.probes, b.successes, b.failures = 0, 0, 0
 	case Closed:
 		b.reopens = 0
 		for i := range b.win {

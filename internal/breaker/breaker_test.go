@@ -62,7 +62,7 @@ func newBreaker(t *testing.T) (*breaker.Breaker, *clock, *[]transition) {
 
 func call(t *testing.T, b *breaker.Breaker, failed bool) {
 	t.Helper()
-	p, err := b.Acquire(t.Context())
+	p, err := b.Acquire(t.Context(), true)
 	require.NoError(t, err)
 	b.Done(p, failed)
 }
@@ -117,13 +117,13 @@ func TestAcquireBlocksWhileOpenThenProbes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err := b.Acquire(ctx)
+	_, err := b.Acquire(ctx, true)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "no call goes through while open")
 
 	got := make(chan breaker.Permit, 3)
 	for range 3 {
 		go func() {
-			p, err := b.Acquire(t.Context())
+			p, err := b.Acquire(t.Context(), true)
 			if err == nil {
 				got <- p
 			}
@@ -199,20 +199,20 @@ func TestASlowProbeOfAnEarlierRoundDecidesNothing(t *testing.T) {
 			b, c, _ := newBreaker(t)
 			openIt(t, b)
 			c.coolDownOver()
-			slow, err := b.Acquire(t.Context())
+			slow, err := b.Acquire(t.Context(), true)
 			require.NoError(t, err)
 			call(t, b, true) // the other probe fails: round 1 is over
 			require.Equal(t, breaker.Open, b.State())
 
 			c.coolDownOver() // round 2
-			p, err := b.Acquire(t.Context())
+			p, err := b.Acquire(t.Context(), true)
 			require.NoError(t, err)
 			require.True(t, p.Probe())
 			b.Done(slow, tt.failed)
 			assert.Equal(t, breaker.HalfOpen, b.State(), "the slow probe of round 1 decided nothing")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
-			q, err := b.Acquire(ctx)
+			q, err := b.Acquire(ctx, true)
 			require.NoError(t, err, "round 2 still has its second place")
 			assert.True(t, q.Probe())
 			b.Done(p, false)
@@ -228,14 +228,14 @@ func TestReleasedProbeIsNotASuccess(t *testing.T) {
 	b, c, _ := newBreaker(t)
 	openIt(t, b)
 	c.coolDownOver()
-	p1, err := b.Acquire(t.Context())
+	p1, err := b.Acquire(t.Context(), true)
 	require.NoError(t, err)
-	p2, err := b.Acquire(t.Context())
+	p2, err := b.Acquire(t.Context(), true)
 	require.NoError(t, err)
 	b.Release(p1)
 	b.Done(p2, false)
 	assert.Equal(t, breaker.HalfOpen, b.State(), "one success of two: not closed")
-	p3, err := b.Acquire(t.Context())
+	p3, err := b.Acquire(t.Context(), true)
 	require.NoError(t, err)
 	require.True(t, p3.Probe(), "the released place is given again")
 	b.Done(p3, false)
