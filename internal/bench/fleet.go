@@ -44,7 +44,7 @@ func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.
 	if !adaptive {
 		return o, nil, nil
 	}
-	lim, b, err := service.Controls(config.Default(), retry.NewRand(seed+1000))
+	lim, b, err := service.Controls(config.Default())
 	o.Limiter, o.Budget = lim, b
 	return o, lim, err
 }

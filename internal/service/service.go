@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 	defer stopSink()
-	lim, budg, err := Controls(cfg, rnd)
+	lim, budg, err := Controls(cfg)
 	if err != nil {
 		return err
 	}
@@ -342,11 +342,11 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string
 
 // Controls builds the adaptive concurrency limit and the retry budget the
 // configuration asks for (nil when off), as the service runs them.
-func Controls(cfg config.Config, rnd retry.Source) (*limit.Limiter, *budget.Budget, error) {
+func Controls(cfg config.Config) (*limit.Limiter, *budget.Budget, error) {
 	var lim *limit.Limiter
 	if cfg.Downstream.Adaptive {
 		var err error
-		if lim, err = limit.New(limit.Options{Max: cfg.Consumer.Concurrency, Rand: rnd}); err != nil {
+		if lim, err = limit.New(limit.Options{Max: cfg.Consumer.Concurrency}); err != nil {
 			return nil, nil, err
 		}
 	}

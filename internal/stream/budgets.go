@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/limit"
 )
 
@@ -17,18 +18,17 @@ const budgetRecheck = time.Second
 
 // retryGate lets a due retry go when the retry budget has room (always
 // without a budget), counting both outcomes; a denied retry is held again,
-// kept alive and uncharged. Called by the delayer, under its lock.
+// kept alive and uncharged. Called by the delayer, under its lock, and by
+// a worker retrying a read it holds.
 //
 // The budget is there to keep retries from piling onto an overloaded
-// engine. With the adaptive limit on (which already bounds the calls in
-// flight, retries included), it is enforced only while the engine sheds or
-// times out (within the budget's window): the failures of an engine that
-// answers (a 500 for one read) retry freely, within their attempt budget,
-// rather than waiting at the budget's floor once first attempts stop. Those
+// engine, so it binds only while the engine's view judges it overloaded:
+// the failures of an engine that serves everyone else (a 503 for one read,
+// a 429 for one account) retry freely, within their attempt budget. Those
 // retries are still counted, so a budget enforced soon after sees them.
 func (c *Consumer) retryGate() (bool, time.Duration) {
 	b := c.o.Budget
-	if b != nil && c.o.Limiter != nil && c.o.Now().Sub(c.o.Limiter.LastShed()) > b.Window() {
+	if b != nil && !c.view.Overloaded() {
 		b.Spend()
 		b = nil
 	}
@@ -41,41 +41,67 @@ func (c *Consumer) retryGate() (bool, time.Duration) {
 }
 
 // acquireSlot waits for a slot under the concurrency limit (at once
-// without one); ctx is the graceful stop.
-func (c *Consumer) acquireSlot(ctx context.Context) (limit.Token, error) {
+// without one), a retry ahead of first attempts; ctx is the graceful stop.
+func (c *Consumer) acquireSlot(ctx context.Context, retry bool) (limit.Token, error) {
 	if c.o.Limiter == nil {
 		return limit.Token{}, nil
 	}
-	return c.o.Limiter.Acquire(ctx)
+	return c.o.Limiter.Acquire(ctx, retry)
 }
 
-// releaseSlot tells the limiter what the call said of the downstream's load.
-func (c *Consumer) releaseSlot(t limit.Token, ce *classify.Error, cut bool) {
+// observe tells the engine's view what one call of d's read said, and
+// carries out a pause the view asks for.
+func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
+	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took}
+	switch {
+	case cut:
+		call.Answer = engine.Cut
+	case ce == nil:
+		call.Answer = engine.Served
+	case ce.Class == classify.Permanent:
+		call.Answer = engine.Refused
+	case overload(ce.Cause):
+		call.Answer, call.RetryAfter, call.Quota = engine.Shed, ce.RetryAfter, ce.Cause == classify.CauseRateLimited
+	default:
+		call.Answer = engine.Failed
+	}
+	fb := c.view.Observe(call)
+	c.m.engine(fb)
+	if fb.Pause > 0 && c.o.Limiter != nil {
+		until := c.o.Now().Add(fb.Pause)
+		c.o.Limiter.Pause(until)
+		c.log.Warn("the rate engine throttles broadly: calls paused", slog.String("cause", string(ce.Cause)),
+			slog.Duration("retry_after", ce.RetryAfter), slog.Duration("pause", fb.Pause), slog.Time("until", until))
+	}
+	return fb
+}
+
+// releaseSlot tells the limiter what the engine's view made of the call.
+func (c *Consumer) releaseSlot(t limit.Token, ce *classify.Error, fb engine.Feedback, cut bool) {
 	if ce != nil && (ce.Cause == classify.CauseHTTP503 || ce.Cause == classify.CauseRateLimited) {
 		c.m.rejected.WithLabelValues(string(ce.Cause)).Inc()
 	}
 	if c.o.Limiter == nil {
 		return
 	}
-	signal, wait := limit.Answered, time.Duration(0)
+	signal := limit.Ignored
 	switch {
 	case cut:
-		signal = limit.Ignored
 	case ce == nil || ce.Class == classify.Permanent:
-	case overload(ce.Cause):
-		signal, wait = limit.Overloaded, ce.RetryAfter
-	default:
-		signal = limit.Ignored
+		switch {
+		case fb.Queued:
+			signal = limit.Queued
+		case !fb.Hold:
+			signal = limit.Answered
+		}
+	case overload(ce.Cause) && fb.Overloaded:
+		signal = limit.Overloaded
 	}
-	paused := !c.o.Limiter.Paused().IsZero()
-	c.o.Limiter.Release(t, signal, wait)
-	if until := c.o.Limiter.Paused(); !paused && !until.IsZero() {
-		c.log.Warn("the rate engine asked to wait: calls paused", slog.String("cause", string(ce.Cause)),
-			slog.Duration("retry_after", wait), slog.Time("until", until))
-	}
+	c.o.Limiter.Release(t, signal)
 }
 
-// overload reports the causes that are signs of the downstream's overload.
+// overload reports the causes that are sheds: signs of the downstream's
+// overload when they are broad.
 func overload(c classify.Cause) bool {
 	switch c {
 	case classify.CauseHTTP503, classify.CauseRateLimited, classify.CauseTimeout,

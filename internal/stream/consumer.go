@@ -14,6 +14,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	// Budget, when set, bounds retries to a share of first attempts: a
 	// retry over it is held, kept alive, uncharged, until it fits.
 	Budget *budget.Budget
+	// Engine tunes the engine's view (nil: its defaults). Its MaxPause
+	// defaults to Policy.MaxServerWait, its Rand and Now to these options'.
+	Engine *engine.Options
 	// MaxReadAge, when set, bounds a read's age (from its stream
 	// timestamp): a transient failure past it is dead-lettered with reason
 	// expired instead of retried.
@@ -90,6 +94,7 @@ type Consumer struct {
 	sinkBounded bool
 	keepers     *keepers
 	breaker     *breaker.Breaker // nil: no breaker
+	view        *engine.View
 }
 
 // New validates the options and builds a Consumer.
@@ -134,6 +139,24 @@ func New(o Options) (*Consumer, error) {
 	if b, ok := o.Sink.(interface{ Timeout() time.Duration }); ok && b.Timeout() > 0 && b.Timeout() <= o.HandlerTimeout {
 		c.sinkBounded = true
 	}
+	eo := engine.Options{}
+	if o.Engine != nil {
+		eo = *o.Engine
+	}
+	if eo.MaxPause == 0 {
+		eo.MaxPause = o.Policy.MaxServerWait
+	}
+	if eo.Rand == nil {
+		eo.Rand = o.Rand
+	}
+	if eo.Now == nil {
+		eo.Now = o.Now
+	}
+	view, err := engine.New(eo)
+	if err != nil {
+		return nil, err
+	}
+	c.view = view
 	c.keepers = c.newKeepers(o.Concurrency)
 	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.delayer.gate = c.retryGate

@@ -22,13 +22,13 @@ func (c *Consumer) breakerChanged() <-chan struct{} {
 	return c.breaker.Changed()
 }
 
-// acquire waits for the breaker to let a call through; ctx is the graceful
-// stop.
-func (c *Consumer) acquire(ctx context.Context) (breaker.Permit, error) {
+// acquire waits for the breaker to let a call through; fresh says the read
+// has not failed before; ctx is the graceful stop.
+func (c *Consumer) acquire(ctx context.Context, fresh bool) (breaker.Permit, error) {
 	if c.breaker == nil {
 		return breaker.Permit{}, nil
 	}
-	return c.breaker.Acquire(ctx)
+	return c.breaker.Acquire(ctx, fresh)
 }
 
 // release gives back a permit whose call was cut short by the stop.

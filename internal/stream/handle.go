@@ -36,6 +36,13 @@ type delivery struct {
 	// downstream call and the dead-letter copy): start plus the handler
 	// timeout, moved on after each wait for the breaker.
 	deadline time.Time
+	// failures is how often the read failed before the call at hand: its
+	// attempts before this delivery, then every wait for the breaker in
+	// this one.
+	failures uint64
+	// known: rec was read (a first delivery's, or a look-up that
+	// succeeded), so it may be written.
+	known bool
 }
 
 // errStopping: the process is stopping, and the read goes back to the
@@ -61,7 +68,7 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	}
 	d := &delivery{msg: msg, md: md, start: start, deadline: start.Add(c.o.HandlerTimeout)}
-	d.rec = c.record(hard, md, d.deadline)
+	d.rec, d.known = c.lookUp(hard, md, d.deadline)
 	if dec := d.rec.DeadLetter; dec != nil {
 		// This read's fate was decided by an earlier delivery; only its
 		// copy is missing. Do not ask the downstream again.
@@ -69,6 +76,7 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	}
 	attempt, budget := attemptOf(md, d.rec), uint64(c.o.Policy.MaxAttempts)
+	d.failures = attempt - 1
 	read, err := meter.Decode(msg.Data())
 	switch {
 	case err != nil:
@@ -114,53 +122,100 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		c.deadLetter(hard, d, dlq.ReasonExpired, ce)
 	case c.o.Policy.Exhausted(attempt):
 		c.deadLetter(hard, d, dlq.ReasonExhausted, ce)
+	case overload(ce.Cause) && c.view.Shedding() && c.credit(hard, d):
+		// The engine sheds broadly: the shed is the engine's state, not the
+		// read's. Its attempt is credited back (recorded, as a hand-back);
+		// its delay grows with its deliveries.
+		c.uncharged(hard, d, ce, whyShedding, "shed while the engine sheds broadly: not charged")
+		c.retryLater(hard, d, ce, c.o.Policy.DelayWithFloor(md.NumDelivered, c.o.Rand, ce.RetryAfter))
 	default:
 		c.retryLater(hard, d, ce, c.o.Policy.DelayWithFloor(attempt, c.o.Rand, ce.RetryAfter))
 	}
 }
 
-// callDownstream delivers the read once the breaker lets it through. A
-// transient failure while the downstream is failing as a whole (the
-// breaker is open, or this call was a probe) is not the read's fault: the
-// read waits for the breaker again, kept alive, and is not charged an
-// attempt. It returns an error matching errStopping when the graceful stop
-// began while the read waited for the breaker, or when the stop's deadline
-// cut the call short: neither is an answer about the read or the
-// downstream.
+// callDownstream delivers the read once the breaker and the limit let it
+// through. A transient failure while the downstream is failing as a whole
+// (the breaker is not closed, and the call was not a probe of a read that
+// failed before, whose failure is evidence about that read) is not the
+// read's fault: the read waits for the breaker again, kept alive, and is
+// not charged an attempt. It returns an error matching errStopping when the
+// graceful stop began while the read waited for the breaker, or when the
+// stop's deadline cut the call short: neither is an answer about the read
+// or the downstream.
 func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, read meter.Read) error {
 	for {
-		permit, err := c.acquire(graceful)
+		fresh := d.failures == 0
+		permit, err := c.acquire(graceful, fresh)
 		if err != nil {
 			return errStopping
 		}
-		slot, err := c.acquireSlot(graceful)
+		slot, err := c.acquireSlot(graceful, !fresh)
 		if err != nil {
 			c.release(permit)
 			return errStopping
 		}
 		// The work of the delivery gets its whole time from here, after any
 		// wait for the breaker or for a slot.
-		d.deadline = time.Now().Add(c.o.HandlerTimeout)
+		began := time.Now()
+		d.deadline = began.Add(c.o.HandlerTimeout)
 		err = c.deliver(hard, d, read)
 		ce := classify.Of(err)
-		if err != nil && hard.Err() != nil {
-			c.releaseSlot(slot, ce, true)
+		cut := err != nil && hard.Err() != nil
+		fb := c.observe(d, ce, time.Since(began), cut)
+		c.releaseSlot(slot, ce, fb, cut)
+		if cut {
 			c.release(permit)
 			return fmt.Errorf("%w: %w", errStopping, err)
 		}
-		c.releaseSlot(slot, ce, false)
-		if c.breaker == nil {
+		failed := ce != nil && ce.Class == classify.Transient
+		if !c.breakerDone(permit, failed) || c.expired(d.md) {
 			return err
 		}
-		outage := ce != nil && ce.Class == classify.Transient
-		c.breaker.Done(permit, outage)
-		if !outage || (!permit.Probe() && c.breaker.State() == breaker.Closed) || c.expired(d.md) {
-			return err
-		}
-		c.m.failed(ce)
-		if c.log.Enabled(hard, slog.LevelDebug) {
-			c.log.LogAttrs(hard, slog.LevelDebug, "held for the breaker", c.attrs(d, ce, 0)...)
-		}
+		c.uncharged(hard, d, ce, whyBreaker, "held for the breaker")
+	}
+}
+
+// breakerDone gives the breaker the call's outcome and reports whether a
+// failure is the outage's, not the read's: the breaker is not closed, and
+// the call was not a probe of a read that failed before whose failure left
+// the round undecided (that one is evidence about the read).
+func (c *Consumer) breakerDone(p breaker.Permit, failed bool) bool {
+	if c.breaker == nil {
+		return false
+	}
+	c.breaker.Done(p, failed)
+	if !failed {
+		return false
+	}
+	st := c.breaker.State()
+	return st != breaker.Closed && (!p.Probe() || p.Fresh() || st == breaker.Open)
+}
+
+// credit records an attempt that is not charged, before the NAK that
+// ends the delivery, so that the next delivery, wherever it lands, does not
+// count it. It reports whether the record was written (without a record,
+// the attempt is charged: the delivery count alone can only make a read
+// look older, never lose it).
+func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
+	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks >= MaxHandBacks {
+		return false
+	}
+	rec := d.rec
+	rec.HandBacks++
+	if c.putRecord(ctx, d.md, rec) != nil {
+		return false
+	}
+	d.rec = rec
+	return true
+}
+
+// uncharged counts and logs a failure that is not charged to the read.
+func (c *Consumer) uncharged(ctx context.Context, d *delivery, ce *classify.Error, why, msg string) {
+	d.failures++
+	c.m.failed(ce)
+	c.m.uncharged.WithLabelValues(why).Inc()
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.LogAttrs(ctx, slog.LevelDebug, msg, c.attrs(d, ce, 0)...)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/engine"
 )
 
 // Outcome is how a message was settled: the metric label of
@@ -41,6 +42,12 @@ type Metrics struct {
 	held            prometheus.Gauge
 	breakerState    prometheus.Gauge
 	breakerChanges  *prometheus.CounterVec
+	uncharged       *prometheus.CounterVec
+	engineOverload  prometheus.Gauge
+	engineShed      prometheus.Gauge
+	engineLatency   *prometheus.GaugeVec
+	engineMedian    prometheus.Gauge
+	engineBaseline  prometheus.Gauge
 
 	// cached children for the hot path
 	ack, nak, term               prometheus.Counter
@@ -139,6 +146,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, s := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
 		m.breakerChanges.WithLabelValues(s.String())
 	}
+	m.uncharged = f.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "uncharged_failures_total",
+		Help: "Failed calls not charged to their read, by why: breaker (the engine failed as a whole) or shedding (the engine shed broadly); the read was called again without spending an attempt.",
+	}, []string{"why"})
+	m.uncharged.WithLabelValues(whyBreaker)
+	m.uncharged.WithLabelValues(whyShedding)
+	m.engineOverload = f.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Name: "engine_overloaded",
+		Help: "1 while this replica's view judges the rate engine overloaded (a queue in its latency, or half its calls shed): the limit comes down and the retry budget binds.",
+	})
+	m.engineShed = f.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Name: "engine_shed_ratio",
+		Help: "Share of the calls shed by the rate engine over the view's window, each call weighted by 2^-(its read's earlier failures).",
+	})
+	m.engineLatency = f.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: ns, Name: "engine_latency_seconds",
+		Help: "The rate engine's answered latency as the view sees it, by stat: median (of the last round) and baseline.",
+	}, []string{"stat"})
+	m.engineMedian = m.engineLatency.WithLabelValues("median")
+	m.engineBaseline = m.engineLatency.WithLabelValues("baseline")
 	m.ack = m.messages.WithLabelValues(string(OutcomeAck))
 	m.nak = m.messages.WithLabelValues(string(OutcomeNak))
 	m.term = m.messages.WithLabelValues(string(OutcomeTerm))
@@ -178,6 +205,27 @@ func (m *Metrics) settled(o Outcome, seconds float64) {
 		m.term.Inc()
 		m.durTerm.Observe(seconds)
 	}
+}
+
+// Why a failed call was not charged to its read.
+const (
+	whyBreaker  = "breaker"
+	whyShedding = "shedding"
+)
+
+// engine exports what the engine's view made of the last call.
+func (m *Metrics) engine(fb engine.Feedback) {
+	m.engineOverload.Set(b2f(fb.Overloaded))
+	m.engineShed.Set(fb.ShedShare)
+	m.engineMedian.Set(fb.Latency.Seconds())
+	m.engineBaseline.Set(fb.Baseline.Seconds())
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (m *Metrics) breakerChanged(to breaker.State) {

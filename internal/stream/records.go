@@ -120,8 +120,15 @@ func attemptOf(md *jetstream.MsgMetadata, r Record) uint64 {
 // only make it look older, never lose it.
 // The look-up ends by deadline (zero: RecordsTimeout from now).
 func (c *Consumer) record(ctx context.Context, md *jetstream.MsgMetadata, deadline time.Time) Record {
+	r, _ := c.lookUp(ctx, md, deadline)
+	return r
+}
+
+// lookUp is record, and reports whether the record is known (a failed
+// look-up is not: nothing may be written over what could not be read).
+func (c *Consumer) lookUp(ctx context.Context, md *jetstream.MsgMetadata, deadline time.Time) (Record, bool) {
 	if md.NumDelivered <= 1 {
-		return Record{}
+		return Record{}, true
 	}
 	if limit := time.Now().Add(RecordsTimeout); deadline.IsZero() || limit.Before(deadline) {
 		deadline = limit
@@ -133,7 +140,7 @@ func (c *Consumer) record(ctx context.Context, md *jetstream.MsgMetadata, deadli
 		c.m.recordErrors.WithLabelValues("get").Inc()
 		c.log.Warn("record look-up failed; the delivery count alone decides", slog.Uint64("stream_seq", md.Sequence.Stream), slog.Any("error", err))
 	}
-	return r
+	return r, err == nil
 }
 
 // putRecord stores a read's record, logging and counting a failure.

@@ -156,7 +156,7 @@ func TestSettlementTable(t *testing.T) {
 // charged.
 func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	t.Parallel()
-	msg := newFakeMsg(goodRead, 3)
+	msg := newFakeMsg(goodRead, 1) // a fresh read: its failure is evidence of an outage
 	recs := &memRecords{}
 	var calls atomic.Int64
 	sink := downstream.SinkFunc(func(context.Context, meter.Read) error {

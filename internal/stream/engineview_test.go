@@ -1,0 +1,213 @@
+package stream_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/limit"
+	"github.com/meterline/meter-consumer/internal/stream"
+)
+
+// publishN publishes n reads, MTR-0 to MTR-n-1.
+func (e *env) publishN(n int) {
+	e.t.Helper()
+	for i := range n {
+		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+	}
+}
+
+// adaptive adds the adaptive limit (32 calls) to o.
+func adaptive(t *testing.T, o *stream.Options) *limit.Limiter {
+	t.Helper()
+	l, err := limit.New(limit.Options{Max: 32})
+	require.NoError(t, err)
+	o.Concurrency, o.Limiter = 32, l
+	return l
+}
+
+// A healthy engine whose latency spreads (uniform in 5-25ms, no queue)
+// keeps the limit at its bound: the spread is the same at 1 call and at 32.
+func TestASpreadingLatencyKeepsTheLimitUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := rand.New(rand.NewPCG(5, 25))
+	var mu sync.Mutex
+	e.re.setDelay(func(int, string) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
+	})
+	o := e.options(91)
+	l := adaptive(t, &o)
+	const reads = 1500
+	e.publishN(reads)
+	began := time.Now()
+	e.start(o)
+	e.settled(60 * time.Second)
+	took := time.Since(began)
+	t.Logf("%d reads in %s (%.0f/s), limit %d", reads, took, reads/took.Seconds(), l.Limit())
+	assert.GreaterOrEqual(t, l.Limit(), 24, "the limit stays near its bound of 32")
+	assert.Less(t, took, 10*time.Second, "at 32 calls of 15ms, about 2,000 reads a second")
+}
+
+// One read in four answered 429 with Retry-After: 2, once (an account over
+// its quota): that read waits its own two seconds; the replica is not
+// paused and every other read goes through.
+func TestAPerAccountThrottleDoesNotPauseTheReplica(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(n int, key string) (int, http.Header) {
+		if n == 1 && keyIndex(key)%4 == 0 {
+			return http.StatusTooManyRequests, http.Header{"Retry-After": {"2"}}
+		}
+		return http.StatusOK, nil
+	})
+	o := e.options(92)
+	adaptive(t, &o)
+	const reads = 80
+	e.publishN(reads)
+	began := time.Now()
+	e.start(o)
+	e.settled(20 * time.Second)
+	t.Logf("settled in %s", time.Since(began))
+	assert.Empty(t, e.logs.byMessage("the rate engine throttles broadly: calls paused"))
+	for i := 1; i < reads; i += 4 {
+		c := e.re.callsFor(keyOf(i))
+		require.NotEmpty(t, c)
+		assert.Less(t, c[0].At.Sub(began), 2*time.Second, "read %d was not held behind the throttled ones", i)
+	}
+	for i := 0; i < reads; i += 4 {
+		c := e.re.callsFor(keyOf(i))
+		require.Len(t, c, 2)
+		assert.GreaterOrEqual(t, c[1].At.Sub(c[0].At), 2*time.Second, "its own Retry-After is the floor")
+	}
+}
+
+func keyIndex(key string) int {
+	var i int
+	_, _ = fmt.Sscanf(key, "MTR-%d@", &i)
+	return i
+}
+
+// A fifth of the reads answered 503 once by an engine that serves the rest
+// at once: their retries are not held by the retry budget, whose floor is
+// low, because the engine is not overloaded.
+func TestReadsFailingOnceDoNotWaitOnTheRetryBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(n int, key string) (int, http.Header) {
+		if n == 1 && keyIndex(key)%5 == 0 {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	})
+	o := e.options(93)
+	adaptive(t, &o)
+	b, err := budget.New(budget.Options{Ratio: 0.01, MinPerSecond: 0.1, Window: 10 * time.Second})
+	require.NoError(t, err)
+	o.Budget = b
+	const reads = 300
+	e.publishN(reads)
+	e.start(o)
+	e.settled(20 * time.Second)
+	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied")))
+	assert.Equal(t, 60.0, testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "spent")))
+	for i := 0; i < reads; i += 5 {
+		c := e.re.callsFor(keyOf(i))
+		require.Len(t, c, 2)
+		assert.Less(t, c[1].At.Sub(c[0].At), o.Policy.Base+time.Second, "read %d's retry waited its delay, not the budget", i)
+	}
+}
+
+// A backlog holding a few reads that always fail: the breaker stays closed
+// (a read failing again is evidence about that read), each of them is
+// dead-lettered exhausted after exactly MaxAttempts calls, and the rest
+// are billed.
+func TestAFewReadsThatAlwaysFailAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(_ int, key string) (int, http.Header) {
+		if keyIndex(key)%30 == 0 {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	})
+	o := e.options(94)
+	adaptive(t, &o)
+	o.Breaker = &breaker.Options{Window: 5 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: time.Second, Probes: 3}
+	const reads = 300
+	e.publishN(reads)
+	e.start(o)
+	e.settled(30 * time.Second)
+	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_breaker_transitions_total", "to", "open")))
+	dl := e.deadLetters()
+	assert.Len(t, dl, 10)
+	for _, m := range dl {
+		assert.Equal(t, "exhausted", m.Header.Get("Dlq-Reason"))
+	}
+	for i := 0; i < reads; i += 30 {
+		assert.Len(t, e.re.callsFor(keyOf(i)), o.Policy.MaxAttempts, "read %d", i)
+	}
+}
+
+// A single Retry-After of a day pauses nothing: it is that read's floor,
+// clamped to MaxServerWait.
+func TestADayOfRetryAfterIsClampedAndPausesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(n int, key string) (int, http.Header) {
+		if n == 1 && keyIndex(key) == 0 {
+			return http.StatusServiceUnavailable, http.Header{"Retry-After": {"86400"}}
+		}
+		return http.StatusOK, nil
+	})
+	o := e.options(95)
+	o.Policy.MaxServerWait = 500 * time.Millisecond
+	adaptive(t, &o)
+	const reads = 50
+	e.publishN(reads)
+	e.start(o)
+	e.settled(10 * time.Second)
+	assert.Empty(t, e.logs.byMessage("the rate engine throttles broadly: calls paused"))
+	c := e.re.callsFor(keyOf(0))
+	require.Len(t, c, 2)
+	gap := c[1].At.Sub(c[0].At)
+	assert.GreaterOrEqual(t, gap, 500*time.Millisecond)
+	assert.Less(t, gap, 3*time.Second, "clamped to max_server_wait, not a day")
+}
+
+// An engine overloaded by a replica that calls it 32 at a time (no limit)
+// sheds most calls at once: those sheds are the engine's state, not the
+// reads', and cost no read an attempt: none is dead-lettered, though each
+// read has only three.
+func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	eng, err := enginetest.New(enginetest.Options{Servers: 2, ServiceTime: 10 * time.Millisecond})
+	require.NoError(t, err)
+	srv := enginetest.NewServer(eng)
+	t.Cleanup(srv.Close)
+	o := e.options(96)
+	o.Concurrency, o.Policy.MaxAttempts = 32, 3
+	sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
+	require.NoError(t, err)
+	o.Sink = sink
+	const reads = 300
+	e.publishN(reads)
+	e.start(o)
+	e.settled(60 * time.Second)
+	s := eng.Stats()
+	t.Logf("%d calls, %d shed, %d billed", s.Calls, s.Shed, s.Billed)
+	assert.Greater(t, float64(s.Shed), 0.5*float64(s.Calls), "the engine was overloaded")
+	assert.Empty(t, e.deadLetters(), "no read paid for the overload")
+	assert.EqualValues(t, reads, s.Billed)
+	assert.Positive(t, testutil.ToFloat64(counter(t, e, "meter_consumer_uncharged_failures_total", "why", "shedding")))
+}
