@@ -333,7 +333,12 @@ func operatorDurable(t *testing.T, name string, give jetstream.ConsumerConfig, w
 	assert.Empty(t, have.BackOff, "reconciled")
 	for _, cp := range w.copies() {
 		assert.Equal(t, "exhausted", cp.Header.Get("Dlq-Reason"))
-		assert.Equal(t, "6", cp.Header.Get("Dlq-Deliveries"))
+		// 6 attempts charged; deliveries may be more: with half of the
+		// first reads failing (FLAKY and DOOMED), the engine's view sees it
+		// shedding broadly and credits those sheds back.
+		d, err := strconv.Atoi(cp.Header.Get("Dlq-Deliveries"))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, d, 6)
 	}
 	assert.Equal(t, 3, c.Count("dead-lettered"))
 	t.Logf("refused with exit code %d: %s", code, lastLine(out))

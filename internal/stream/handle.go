@@ -37,8 +37,8 @@ type delivery struct {
 	// timeout, moved on after each wait for the breaker.
 	deadline time.Time
 	// failures is how often the read failed before the call at hand: its
-	// attempts before this delivery, then every wait for the breaker in
-	// this one.
+	// failed deliveries before this one, then every wait for the breaker
+	// in this one.
 	failures uint64
 	// known: rec was read (a first delivery's, or a look-up that
 	// succeeded), so it may be written.
@@ -76,7 +76,10 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	}
 	attempt, budget := attemptOf(md, d.rec), uint64(c.o.Policy.MaxAttempts)
-	d.failures = attempt - 1
+	// Its charged attempts and its credited sheds are its failures (a
+	// hand-back at a stop is none): the weight of this read's evidence
+	// about the engine falls with each.
+	d.failures = attempt - 1 + d.rec.Sheds
 	read, err := meter.Decode(msg.Data())
 	switch {
 	case err != nil:
@@ -197,11 +200,11 @@ func (c *Consumer) breakerDone(p breaker.Permit, failed bool) bool {
 // the attempt is charged: the delivery count alone can only make a read
 // look older, never lose it).
 func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
-	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks >= MaxHandBacks {
+	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks {
 		return false
 	}
 	rec := d.rec
-	rec.HandBacks++
+	rec.Sheds++
 	if c.putRecord(ctx, d.md, rec) != nil {
 		return false
 	}

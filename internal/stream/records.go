@@ -23,6 +23,11 @@ type Record struct {
 	// the read was waiting for the breaker. They are subtracted from the
 	// delivery count to give the attempt (at most MaxHandBacks of them).
 	HandBacks uint64 `json:"hand_backs,omitempty"`
+	// Sheds counts the deliveries whose call the engine shed while it shed
+	// broadly (its state, not the read's): credited back like hand-backs,
+	// but failures all the same, so the read's evidence about the engine
+	// weighs less with each.
+	Sheds uint64 `json:"sheds,omitempty"`
 	// DeadLetter is the decision to dead-letter the read, recorded before
 	// its copy is first tried: a later delivery, on any replica, stores the
 	// copy with the same reason and cause without asking the downstream
@@ -110,7 +115,7 @@ const RecordsTimeout = 2 * time.Second
 // attemptOf is the read's attempt: its delivery count less the hand-backs on
 // record (at most MaxHandBacks, and never below 1).
 func attemptOf(md *jetstream.MsgMetadata, r Record) uint64 {
-	credit := min(r.HandBacks, MaxHandBacks, md.NumDelivered-1)
+	credit := min(r.HandBacks+r.Sheds, MaxHandBacks, md.NumDelivered-1)
 	return md.NumDelivered - credit
 }
 
