@@ -45,7 +45,7 @@ func ExampleSchedule_At() {
 		fmt.Printf("at %v: %s for %v more\n", elapsed, demo.DefaultSchedule[step].Phase, left)
 	}
 	// Output:
-	// 1m0s normal, 30s overload, 1m0s normal, 20s outage, repeated
+	// 60s normal, 30s overload, 60s normal, 20s outage, repeated
 	// at 0s: normal for 1m0s more
 	// at 1m15s: overload for 15s more
 	// at 2m40s: outage for 10s more

@@ -105,11 +105,15 @@ func (s Schedule) At(elapsed time.Duration) (step int, left time.Duration) {
 }
 
 // String is the schedule as the log says it: "60s normal, 30s overload,
-// ..., repeated".
+// 60s normal, 20s outage, repeated" for DefaultSchedule.
 func (s Schedule) String() string {
 	parts := make([]string, 0, len(s)+1)
 	for _, st := range s {
-		parts = append(parts, st.For.String()+" "+string(st.Phase))
+		d := st.For.String()
+		if st.For%time.Second == 0 {
+			d = fmt.Sprintf("%ds", st.For/time.Second) // 60s, not 1m0s
+		}
+		parts = append(parts, d+" "+string(st.Phase))
 	}
 	return strings.Join(append(parts, "repeated"), ", ")
 }
@@ -175,6 +179,7 @@ func (in *Incidents) Run(ctx context.Context) error {
 func (in *Incidents) logChange(log *slog.Logger, from, p Phase, left time.Duration, next Step) {
 	re := in.Engine
 	c := re.capacity(p)
+	left = left.Round(100 * time.Millisecond) // 30s, not 29.999390439s
 	switch p {
 	case PhaseOverload:
 		log.Warn("demo: rate engine overloaded: it queues and sheds with 503 and 429",
