@@ -23,6 +23,9 @@ type Config struct {
 	Shutdown   Shutdown   `yaml:"shutdown"`
 	DataDir    string     `yaml:"data_dir"` // store of the embedded server
 	Demo       bool       `yaml:"demo"`     // no downstream needed
+	// DemoIncidents puts the demo's rate engine through an overload and an
+	// outage now and then; it needs Demo and no downstream URL.
+	DemoIncidents bool `yaml:"demo_incidents"`
 }
 
 // NATS is how to reach the NATS server.

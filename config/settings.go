@@ -89,4 +89,5 @@ var settings = []setting{
 	{flag: "shutdown-timeout", env: "CONSUMER_SHUTDOWN_TIMEOUT", yaml: "shutdown.timeout", help: "time allowed for in-flight reads to finish on stop", field: func(c *Config) any { return &c.Shutdown.Timeout }},
 	{flag: "data-dir", env: "CONSUMER_DATA_DIR", yaml: "data_dir", help: "directory of the embedded server's store; used when nats.url is empty", field: func(c *Config) any { return &c.DataDir }},
 	{flag: "demo", env: "CONSUMER_DEMO", yaml: "demo", help: "demo mode; downstream.url is not required", field: func(c *Config) any { return &c.Demo }},
+	{flag: "demo-incidents", env: "CONSUMER_DEMO_INCIDENTS", yaml: "demo_incidents", help: "in demo mode, the simulated rate engine goes through incidents, repeated: 60s normal, 30s overloaded (1 server of 100ms, a queue of 4: 10 reads/s, half the head-end's rate), 60s normal, 20s down (503 to every call); needs demo and no downstream.url", field: func(c *Config) any { return &c.DemoIncidents }},
 }

@@ -254,6 +254,12 @@ func (c Config) validateDownstream(p *problems) {
 		p.addf("downstream.url (%q) must be an absolute http:// or https:// URL with a host", redactURL(d.URL))
 	}
 	switch {
+	case c.DemoIncidents && !c.Demo:
+		p.addf("demo_incidents (true) needs demo: the incidents are the simulated rate engine's")
+	case c.DemoIncidents && d.URL != "":
+		p.addf("demo_incidents (true) needs downstream.url empty (%q): the reads go there, not to the simulated rate engine the incidents happen to", redactURL(d.URL))
+	}
+	switch {
 	case d.Timeout <= 0:
 		p.addf("downstream.timeout (%s) must be > 0", d.Timeout)
 	case c.Consumer.HandlerTimeout > 0 && d.Timeout >= c.Consumer.HandlerTimeout:

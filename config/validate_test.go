@@ -19,6 +19,7 @@ func TestValidateAccepts(t *testing.T) {
 	}{
 		{"default", func(*config.Config) {}},
 		{"demo without downstream", func(c *config.Config) { c.Demo = true; c.Downstream.URL = "" }},
+		{"demo with incidents", func(c *config.Config) { c.Demo = true; c.DemoIncidents = true; c.Downstream.URL = "" }},
 		{"https downstream", func(c *config.Config) { c.Downstream.URL = "https://reads.example.com/v1" }},
 		{"nats url list", func(c *config.Config) { c.NATS.URL = "nats://a:4222, tls://b:4222,ws://c,wss://d" }},
 		{"external nats without data dir", func(c *config.Config) { c.NATS.URL = "nats://a:4222"; c.DataDir = "" }},
@@ -92,6 +93,8 @@ func TestValidateRejects(t *testing.T) {
 		{"relative downstream url", func(c *config.Config) { c.Downstream.URL = "/reads" }, `downstream.url ("/reads") must be an absolute http:// or https:// URL`},
 		{"ftp downstream url", func(c *config.Config) { c.Downstream.URL = "ftp://host/reads" }, `downstream.url ("ftp://host/reads") must be an absolute http:// or https:// URL`},
 		{"bad downstream url in demo", func(c *config.Config) { c.Demo = true; c.Downstream.URL = "localhost:9090" }, `downstream.url ("localhost:9090")`},
+		{"demo incidents without demo", func(c *config.Config) { c.DemoIncidents = true }, "demo_incidents (true) needs demo"},
+		{"demo incidents with a downstream", func(c *config.Config) { c.Demo = true; c.DemoIncidents = true }, `demo_incidents (true) needs downstream.url empty ("http://127.0.0.1:9090/reads")`},
 		{"zero downstream timeout", func(c *config.Config) { c.Downstream.Timeout = 0 }, "downstream.timeout (0s) must be > 0"},
 		{"downstream timeout not below handler timeout", func(c *config.Config) { c.Downstream.Timeout = 6 * time.Second }, "downstream.timeout (6s) must be < consumer.handler_timeout (6s)"},
 		{"negative pull batch", func(c *config.Config) { c.Consumer.PullBatch = -1 }, "consumer.pull_batch (-1) must be >= 0"},

@@ -158,8 +158,8 @@ func TestBinaryRejectsBadConfiguration(t *testing.T) {
 func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	t.Parallel()
 	natsAddr := freeAddr(t)
-	p := start(t, "--demo", "--data-dir", t.TempDir(), "--nats-listen", natsAddr, "--http-addr", "127.0.0.1:0",
-		"--log-level", "info")
+	p := start(t, "--demo", "--demo-incidents", "--data-dir", t.TempDir(), "--nats-listen", natsAddr,
+		"--http-addr", "127.0.0.1:0", "--log-level", "info")
 	addr := httpAddr(t, p)
 	require.NotNil(t, p.First("running an embedded NATS server with JetStream"))
 
@@ -171,6 +171,9 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 		return strings.Contains(body, `meter_consumer_messages_total{outcome="ack"}`) &&
 			!strings.Contains(body, `meter_consumer_messages_total{outcome="ack"} 0`)
 	}, 30*time.Second, 100*time.Millisecond, "the demo acks reads")
+	scheduled := p.First("demo: rate engine incidents scheduled")
+	require.NotNil(t, scheduled, "--demo-incidents schedules them")
+	assert.Equal(t, "60s normal, 30s overload, 60s normal, 20s outage, repeated", scheduled["schedule"])
 	_, err := js.Stream(t.Context(), "METER_READS")
 	require.NoError(t, err)
 	code, body := get(t, "http://"+addr+"/readyz")
@@ -178,6 +181,7 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	assert.Contains(t, body, "embedded NATS server", "/readyz says it runs embedded")
 	_, metrics := get(t, "http://"+addr+"/metrics")
 	assert.Contains(t, metrics, "\nmeter_consumer_embedded_nats 1\n")
+	assert.Contains(t, metrics, "\nmeter_consumer_demo_rate_engine_phase{phase=\"normal\"} 1\n", "the first minute is normal")
 	started := p.First("starting meter-consumer")
 	require.NotNil(t, started)
 	assert.Equal(t, true, started["embedded_nats"], "the start-up line says so")

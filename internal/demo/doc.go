@@ -34,11 +34,30 @@
 // "/reads" until its context ends, then shuts down gracefully; it logs the
 // capacity at the start and a warning for every 10s in which calls were shed.
 // The engine remembers every call for its lifetime, which is fine for a demo.
+// A served call's outcome is a fact about its read (its key and the call's
+// number), never about the load: the load shows only through the capacity,
+// in the wait in the queue and the calls shed past it.
+//
+// # Incidents
+//
+// A RateEngine is in one Phase at a time: PhaseNormal (its own capacity),
+// PhaseOverload (the capacity of RateEngineOptions.Overload, by default 1
+// server of 100ms and a queue of 4: 10 reads a second, half the head-end's
+// rate, so that calls queue and are shed with 503 and 429) or PhaseOutage
+// (every call answered 503 at once, outside the engine: nothing billed,
+// nothing in the ledger). SetPhase changes it; Incidents changes it on a
+// Schedule (DefaultSchedule: 60s normal, 30s overload, 60s normal, 20s
+// outage, repeated), logging each change once: "demo: rate engine
+// overloaded..." and "demo: rate engine down..." at warn, "demo: rate
+// engine recovered" at info. Its clock and its sleep are fields, so a test
+// runs the schedule without waiting. Metrics exports the phase as
+// meter_consumer_demo_rate_engine_phase{phase}.
 //
 // # Errors
 //
-// Misconfiguration (NewRateEngine, HeadEnd.Run) returns an error wrapping
-// ErrConfig. HeadEnd.Run returns nil once its context ends and the publish in
+// Misconfiguration (NewRateEngine, HeadEnd.Run, Incidents.Run, an unknown
+// phase given to SetPhase) returns an error wrapping ErrConfig. Incidents.Run
+// returns nil once its context ends. HeadEnd.Run returns nil once its context ends and the publish in
 // flight, if any, is acknowledged or timed out; a failed publish is logged and
 // counted (HeadEnd.Failed), never fatal. StartRateEngine
 // returns listen errors; its wait function returns serve and shutdown errors.
@@ -48,7 +67,8 @@
 // A HeadEnd runs one Run at a time (a second concurrent Run is refused) and
 // is the only user of its Rand while running; Published and Failed are safe
 // to call from any goroutine. RateEngine is safe for concurrent requests and
-// its methods for any goroutine; NewRateEngine takes its draws from its Rand
-// and keeps it no longer. Every goroutine the package starts stops when its
+// its methods for any goroutine (SetPhase included); NewRateEngine takes its
+// draws from its Rand and keeps it no longer. One Incidents.Run at a time
+// should drive an engine. Every goroutine the package starts stops when its
 // context ends and is waited for.
 package demo

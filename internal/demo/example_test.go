@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/meterline/meter-consumer/internal/demo"
 )
@@ -35,4 +36,18 @@ func ExampleNewRateEngine() {
 	// 200 {"status":"billed"}
 	// 200 {"status":"duplicate"}
 	// billed: 1 duplicates: 1
+}
+
+func ExampleSchedule_At() {
+	fmt.Println(demo.DefaultSchedule)
+	for _, elapsed := range []time.Duration{0, 75 * time.Second, 160 * time.Second, 200 * time.Second} {
+		step, left := demo.DefaultSchedule.At(elapsed)
+		fmt.Printf("at %v: %s for %v more\n", elapsed, demo.DefaultSchedule[step].Phase, left)
+	}
+	// Output:
+	// 60s normal, 30s overload, 60s normal, 20s outage, repeated
+	// at 0s: normal for 1m0s more
+	// at 1m15s: overload for 15s more
+	// at 2m40s: outage for 10s more
+	// at 3m20s: normal for 30s more
 }

@@ -28,6 +28,22 @@ const (
 	DefaultQueue       = 16
 )
 
+// DefaultOverload is the capacity of the overload phase: 1 server of 100ms
+// serves 10 reads a second, half what the head-end publishes, and 4 more
+// wait; the rest are shed.
+var DefaultOverload = Capacity{Servers: 1, ServiceTime: 100 * time.Millisecond, Queue: 4}
+
+// Capacity is an engine's servers, each serving a call for about
+// ServiceTime, and its queue.
+type Capacity struct {
+	Servers     int
+	ServiceTime time.Duration
+	Queue       int
+}
+
+// perSecond is the calls served a second when busy.
+func (c Capacity) perSecond() float64 { return float64(c.Servers) / c.ServiceTime.Seconds() }
+
 // DefaultShedding answers a call past the queue 503, or 429 for a quarter of
 // them, a fifth of them with Retry-After: 1.
 var DefaultShedding = enginetest.Shedding{TooManyShare: 0.25, RetryAfterShare: 0.2, RetryAfter: time.Second}
@@ -63,7 +79,14 @@ type RateEngineOptions struct {
 	ServiceTime time.Duration
 	Queue       int
 	Shedding    enginetest.Shedding
-	// Logger receives one debug record per request (default: discarded).
+	// Overload is the capacity of PhaseOverload; a zero field takes
+	// DefaultOverload's.
+	Overload Capacity
+
+	// Metrics, when set, exports the engine's phase.
+	Metrics *Metrics
+	// Logger receives one debug record per request, and the phases
+	// Incidents puts the engine through (default: discarded).
 	Logger *slog.Logger
 }
 
@@ -98,6 +121,15 @@ func (o RateEngineOptions) withDefaults() (RateEngineOptions, error) {
 	if o.Shedding == (enginetest.Shedding{}) {
 		o.Shedding = DefaultShedding
 	}
+	if o.Overload.Servers == 0 {
+		o.Overload.Servers = DefaultOverload.Servers
+	}
+	if o.Overload.ServiceTime == 0 {
+		o.Overload.ServiceTime = DefaultOverload.ServiceTime
+	}
+	if o.Overload.Queue == 0 {
+		o.Overload.Queue = DefaultOverload.Queue
+	}
 
 	var errs []error
 	if o.Rand == nil {
@@ -121,6 +153,15 @@ func (o RateEngineOptions) withDefaults() (RateEngineOptions, error) {
 	}
 	if sum != 100 {
 		errs = append(errs, fmt.Errorf("percentages add up to %d, want 100", sum))
+	}
+	if o.Overload.Servers < 0 {
+		errs = append(errs, fmt.Errorf("Overload.Servers %d is negative", o.Overload.Servers))
+	}
+	if o.Overload.ServiceTime < 0 {
+		errs = append(errs, fmt.Errorf("Overload.ServiceTime %v is negative", o.Overload.ServiceTime))
+	}
+	if o.Overload.Queue < 0 {
+		errs = append(errs, fmt.Errorf("Overload.Queue %d is negative", o.Overload.Queue))
 	}
 	if o.SlowDelay < 0 {
 		errs = append(errs, fmt.Errorf("SlowDelay %v is negative", o.SlowDelay))

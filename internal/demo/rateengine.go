@@ -3,8 +3,10 @@ package demo
 import (
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,17 +28,23 @@ const (
 type RateEngineStats struct {
 	Billed        int64 // keys billed (200, including slow ones)
 	Duplicates    int64 // 200 for a key already billed
-	Unavailable   int64 // 503, drawn or shed
+	Unavailable   int64 // 503: drawn, shed or down
 	RateLimited   int64 // 429, drawn or shed
 	Slow          int64 // slow responses started
 	Unprocessable int64 // 422
 	BadRequests   int64 // 400
 	Shed          int64 // answered at once past the capacity (503 or 429)
+	Down          int64 // answered 503 at once in the outage phase, outside the engine
 }
 
 // RateEngine simulates the billing rate engine: an enginetest.Engine with a
 // capacity, whose served calls draw their outcome. It is an http.Handler and
 // is safe for concurrent requests.
+//
+// The outcome of a served call is a fact about its read: a function of the
+// seed, the read's key and the call's number n, never of the load. The load
+// shows only through the capacity, as a real engine's does: calls wait in
+// the queue, and past it they are shed.
 type RateEngine struct {
 	opts   RateEngineOptions
 	engine *enginetest.Engine
@@ -47,6 +55,11 @@ type RateEngine struct {
 	rateLimited   atomic.Int64
 	slow          atomic.Int64
 	unprocessable atomic.Int64
+
+	phaseMu sync.Mutex   // held while a phase is set, so that two do not interleave
+	phase   atomic.Value // Phase
+	down    atomic.Bool  // the outage phase: answer 503 before the engine
+	downs   atomic.Int64
 }
 
 // NewRateEngine validates o, fills its defaults and returns the engine. A
@@ -72,7 +85,49 @@ func NewRateEngine(o RateEngineOptions) (*RateEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: rate engine: %w", ErrConfig, err)
 	}
+	re.phase.Store(PhaseNormal)
+	o.Metrics.set(PhaseNormal)
 	return re, nil
+}
+
+// Phase returns the phase the engine is in: PhaseNormal until SetPhase or
+// Incidents change it.
+func (re *RateEngine) Phase() Phase {
+	return re.phase.Load().(Phase)
+}
+
+// SetPhase puts the engine in phase p at once: PhaseNormal and PhaseOutage
+// give it its own capacity (Servers, ServiceTime, Queue), PhaseOverload
+// that of Options.Overload; PhaseOutage answers every call arriving from
+// now on 503 at once. An unknown p yields an error wrapping ErrConfig.
+func (re *RateEngine) SetPhase(p Phase) error {
+	if !p.valid() {
+		return fmt.Errorf("%w: rate engine: phase %q is not normal, overload or outage", ErrConfig, p)
+	}
+	re.setPhase(p)
+	return nil
+}
+
+// setPhase sets p, a valid phase.
+func (re *RateEngine) setPhase(p Phase) {
+	re.phaseMu.Lock()
+	defer re.phaseMu.Unlock()
+	c := re.capacity(p)
+	// Valid at NewRateEngine, so valid now: the errors cannot happen.
+	_ = re.engine.SetServiceTime(c.ServiceTime, serviceJitter)
+	_ = re.engine.SetQueue(c.Queue)
+	_ = re.engine.SetServers(c.Servers)
+	re.down.Store(p == PhaseOutage)
+	re.phase.Store(p)
+	re.opts.Metrics.set(p)
+}
+
+// capacity is the capacity of phase p.
+func (re *RateEngine) capacity(p Phase) Capacity {
+	if p == PhaseOverload {
+		return re.opts.Overload
+	}
+	return Capacity{Servers: re.opts.Servers, ServiceTime: re.opts.ServiceTime, Queue: re.opts.Queue}
 }
 
 // Engine returns the engine underneath: its capacity, its knobs (servers,
@@ -87,21 +142,38 @@ func (re *RateEngine) Stats() RateEngineStats {
 	return RateEngineStats{
 		Billed:        st.Billed,
 		Duplicates:    st.Duplicates,
-		Unavailable:   re.unavailable.Load() + st.ShedUnavailable,
+		Unavailable:   re.unavailable.Load() + st.ShedUnavailable + re.downs.Load(),
 		RateLimited:   re.rateLimited.Load() + st.ShedTooMany,
 		Slow:          re.slow.Load(),
 		Unprocessable: re.unprocessable.Load(),
 		BadRequests:   st.BadRequests,
 		Shed:          st.Shed,
+		Down:          re.downs.Load(),
 	}
 }
 
-// ServeHTTP answers one posted read: 400 unless it is a POST of JSON with an
+// ServeHTTP answers one posted read: 503 at once in the outage phase,
+// whatever the request; otherwise 400 unless it is a POST of JSON with an
 // Idempotency-Key; shed at once past the capacity; otherwise, once served,
 // 200 for a key already billed, or the outcome drawn.
 func (re *RateEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if re.down.Load() {
+		re.downs.Add(1)
+		if log := re.opts.Logger; log.Enabled(r.Context(), slog.LevelDebug) {
+			log.LogAttrs(r.Context(), slog.LevelDebug, "rate engine answered",
+				slog.String("idempotency_key", r.Header.Get(enginetest.KeyHeader)),
+				slog.Int("status", http.StatusServiceUnavailable), slog.String("outcome", "down"))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(bodyDown)
+		return
+	}
 	re.engine.ServeHTTP(w, r)
 }
+
+// bodyDown is the answer of every call in the outage phase.
+var bodyDown = []byte(`{"error":"rate engine unavailable"}` + "\n")
 
 // delay makes a call drawn slow wait SlowDelay once served; it holds no
 // server meanwhile.

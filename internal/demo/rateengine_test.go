@@ -246,6 +246,10 @@ func TestNewRateEngineValidation(t *testing.T) {
 		{"negative queue", demo.RateEngineOptions{Rand: r, Queue: -1}, "Queue -1"},
 		{"negative service time", demo.RateEngineOptions{Rand: r, ServiceTime: -time.Second}, "ServiceTime -1s"},
 		{"shedding share", demo.RateEngineOptions{Rand: r, Shedding: enginetest.Shedding{TooManyShare: 2}}, "TooManyShare 2"},
+		{"an overload capacity", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{Servers: 2, ServiceTime: time.Second, Queue: 1}}, ""},
+		{"negative overload servers", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{Servers: -1}}, "Overload.Servers -1"},
+		{"negative overload service time", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{ServiceTime: -time.Second}}, "Overload.ServiceTime -1s"},
+		{"negative overload queue", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{Queue: -1}}, "Overload.Queue -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

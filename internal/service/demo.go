@@ -8,19 +8,22 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/demo"
 )
 
-// startDemo starts the simulated rate engine on loopback and the simulated
-// head-end publishing to the first consumed subject's prefix. It returns the
-// rate engine's URL and a stop function that waits for both.
-func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, log *slog.Logger) (string, func(), error) {
+// startDemo starts the simulated rate engine on loopback, its incidents if
+// cfg.DemoIncidents, and the simulated head-end publishing to the first
+// consumed subject's prefix; the engine's phase gauge is registered on reg.
+// It returns the rate engine's URL and a stop function that waits for them.
+func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (string, func(), error) {
 	seed := uint64(time.Now().UnixNano())
 	re, err := demo.NewRateEngine(demo.RateEngineOptions{
-		Rand:   rand.New(rand.NewPCG(seed, 1)),
-		Logger: log.With(slog.String("component", "demo-rate-engine")),
+		Rand:    rand.New(rand.NewPCG(seed, 1)),
+		Metrics: demo.NewMetrics(reg),
+		Logger:  log.With(slog.String("component", "demo-rate-engine")),
 	})
 	if err != nil {
 		return "", nil, err
@@ -51,12 +54,19 @@ func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, l
 		defer wg.Done()
 		_ = he.Run(heCtx)
 	}()
+	// The incidents last as long as the engine.
+	var incidents sync.WaitGroup
+	if cfg.DemoIncidents {
+		incidents.Go(func() { _ = (&demo.Incidents{Engine: re}).Run(reCtx) })
+	}
 	log.Info("demo: simulated head-end and rate engine running",
-		slog.String("rate_engine", url), slog.String("publishing_to", he.Subject+".<region>"))
+		slog.String("rate_engine", url), slog.String("publishing_to", he.Subject+".<region>"),
+		slog.Bool("incidents", cfg.DemoIncidents))
 	return url, func() {
 		cancelHE()
 		wg.Wait()
 		cancel()
+		incidents.Wait()
 		_ = waitRE()
 		valid, invalid := he.Published()
 		s := re.Stats()

@@ -2,7 +2,9 @@
 // config.Config: the NATS connection (or an embedded server when no URL is
 // configured), the streams and the durable consumer, the HTTP sink, the
 // pipeline of package stream, and the HTTP endpoints /metrics, /healthz and
-// /readyz. With Demo set it also starts the simulators of package demo.
+// /readyz. With Demo set it also starts the simulators of package demo (the
+// rate engine's phase gauge on the service's registry), and with
+// DemoIncidents the rate engine's incidents on demo.DefaultSchedule.
 //
 // Run starts the HTTP server first, so that /healthz answers and /readyz
 // says why the service is not ready while it waits: connecting to NATS

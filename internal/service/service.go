@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 
-	sink, stopSink, err := sinkFor(ctx, cfg, js, log)
+	sink, stopSink, err := sinkFor(ctx, cfg, js, deps.Registry, log)
 	if err != nil {
 		return err
 	}
@@ -287,10 +287,10 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 
 // sinkFor builds the HTTP sink (and, in demo mode, starts the simulators);
 // stop closes its idle connections and stops the simulators.
-func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, log *slog.Logger) (downstream.Sink, func(), error) {
+func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (downstream.Sink, func(), error) {
 	url, stopDemo := cfg.Downstream.URL, func() {}
 	if cfg.Demo {
-		demoURL, stop, err := startDemo(ctx, cfg, js, log)
+		demoURL, stop, err := startDemo(ctx, cfg, js, reg, log)
 		if err != nil {
 			return nil, nil, err
 		}
