@@ -46,7 +46,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "consumer-binary", "smoke", "json", "cpuprofile"}
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "consumer-binary", "smoke", "json", "cpuprofile"}
 
 // run parses the flags, runs the bench and prints its report; it returns
 // the exit code.
@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		memoryN    = fs.Int("memory-n", def.MemoryN, "backlog the consumer binary drains in the memory scenario")
 		capacityN  = fs.Int("capacity-n", def.CapacityN, "backlog each fleet drains in the capacity scenario")
 		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
+		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
 		binary     = fs.String("consumer-binary", "", "the consumer binary the memory scenario runs (default: go build ./cmd/consumer into a temporary directory)")
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
 		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
@@ -93,6 +94,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if given["capacity-n"] {
 		cfg.CapacityN = *capacityN
+	}
+	if given["partial-n"] {
+		cfg.PartialN = *partialN
 	}
 	if *scenario != "all" {
 		cfg.Scenarios = strings.Split(*scenario, ",")

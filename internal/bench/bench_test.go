@@ -59,6 +59,7 @@ func TestRunSmoke(t *testing.T) {
 	cfg.N, cfg.StormN, cfg.MemoryN, cfg.SteadyFor = 1000, 200, 5000, time.Second
 	cfg.Pulls = []int{32, 64}
 	cfg.CapacityN, cfg.Replicas, cfg.FleetSlack, cfg.CycleWindow = 100, []int{2}, 2*time.Second, 300*time.Millisecond
+	cfg.PartialN, cfg.PartialFor = 100, time.Second
 	cfg.Binary, cfg.BinaryEnv = os.Args[0], []string{childEnv}
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
@@ -104,10 +105,18 @@ func TestRunSmoke(t *testing.T) {
 	assert.Positive(t, rep.RetryBudget.Budget.Calls)
 	assert.Positive(t, rep.RetryBudget.NoBudget.Calls)
 
+	require.NotNil(t, rep.Partial)
+	require.Len(t, rep.Partial.Rows, 4, "two latency shapes by two read mixes")
+	for _, row := range rep.Partial.Rows {
+		assert.Positive(t, row.Bare.Calls, "the bare client called the engine")
+		assert.Positive(t, row.Product.Calls, "and the product")
+	}
+
 	var table strings.Builder
 	require.NoError(t, bench.WriteTable(&table, rep))
 	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)",
-		"capacity 2 replica(s)", "cycle-open 2 replica(s)", "retry-budget 100 reads"} {
+		"capacity 2 replica(s)", "cycle-open 2 replica(s)", "retry-budget 100 reads", "partial uniform 5-25ms, healthy reads, 100",
+		"partial long tail, median 10ms p99 100ms, partial reads, 100"} {
 		assert.Contains(t, table.String(), want)
 	}
 	_, err = json.Marshal(rep)

@@ -107,6 +107,9 @@ type FleetRun struct {
 	// settled (its MaxAckPending slots in use), sampled every 100ms.
 	PeakAckPending int           `json:"peak_ack_pending"`
 	Stall          time.Duration `json:"longest_stall_ns"`
+
+	// started is when the fleet's time started (see startFleet).
+	started time.Time
 }
 
 // deadLettered is the total of DeadLetters.
@@ -189,6 +192,7 @@ func drainBacklog(ctx context.Context, e *env, srv *enginetest.Server, n int, lo
 	wctx, cancel := context.WithTimeout(ctx, longest)
 	out.Stall, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, f.ended)
 	cancel()
+	out.started = f.started
 	out.Elapsed = time.Since(f.started)
 	st := srv.Stats()
 	limits, inSystem, busy, peakAckPending := smp.stop()

@@ -6,6 +6,9 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // Scenario names, in the order Run runs them.
@@ -23,12 +26,16 @@ const (
 	// ScenarioRetryBudget is one replica's held retries against the retry
 	// budget.
 	ScenarioRetryBudget = "retry-budget"
+	// ScenarioPartial is one replica against an engine of ample capacity
+	// whose latency spreads and which fails some reads, against a bare
+	// client.
+	ScenarioPartial = "partial"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
 	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget}
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial}
 }
 
 // Config says what to run and how big.
@@ -65,6 +72,12 @@ type Config struct {
 	// scenario measures each fleet from its start.
 	FleetSlack  time.Duration
 	CycleWindow time.Duration
+	// PartialN is the backlog each variant of the partial scenario drains;
+	// PartialFor how long one may take before it is stopped; PartialRetry
+	// the retry policy of its variants.
+	PartialN     int
+	PartialFor   time.Duration
+	PartialRetry retry.Policy
 	// Seed seeds every random source the bench can seed: the rate
 	// engines' shedding and service times, and each replica's limiter and
 	// retry jitter.
@@ -79,37 +92,54 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Defaults is the full run: under five minutes on a 2-core machine.
+// Defaults is the full run: under five minutes on a 2-core machine. The
+// partial scenario uses the production retry policy.
 func Defaults() Config {
 	return Config{
-		N:           200_000,
-		Pulls:       []int{32, 64, 128, 256},
-		StormN:      10_000,
-		SteadyFor:   10 * time.Second,
-		MemoryN:     1_000_000,
-		CapacityN:   20_000,
-		Replicas:    []int{1, 4, 16},
-		FleetSlack:  30 * time.Second,
-		CycleWindow: 5 * time.Second,
-		Seed:        20261130,
+		N:            200_000,
+		Pulls:        []int{32, 64, 128, 256},
+		StormN:       10_000,
+		SteadyFor:    10 * time.Second,
+		MemoryN:      1_000_000,
+		CapacityN:    20_000,
+		Replicas:     []int{1, 4, 16},
+		FleetSlack:   30 * time.Second,
+		CycleWindow:  5 * time.Second,
+		PartialN:     10_000,
+		PartialFor:   30 * time.Second,
+		PartialRetry: config.Default().Retry.Policy(),
+		Seed:         20261130,
 	}
 }
 
 // Smoke is every scenario with tiny sizes: it checks the machinery, and its
-// figures mean little.
+// figures mean little. The partial scenario's retry policy is shortened
+// (base 20ms, cap 100ms, the production attempts), so that its always-failing
+// reads exhaust in well under a second.
 func Smoke() Config {
 	return Config{
-		N:           2_000,
-		Pulls:       []int{32, 64, 128, 256},
-		StormN:      500,
-		SteadyFor:   2 * time.Second,
-		MemoryN:     20_000,
-		CapacityN:   400,
-		Replicas:    []int{1, 4},
-		FleetSlack:  5 * time.Second,
-		CycleWindow: time.Second,
-		Seed:        20261130,
+		N:            2_000,
+		Pulls:        []int{32, 64, 128, 256},
+		StormN:       500,
+		SteadyFor:    2 * time.Second,
+		MemoryN:      20_000,
+		CapacityN:    400,
+		Replicas:     []int{1, 4},
+		FleetSlack:   5 * time.Second,
+		CycleWindow:  time.Second,
+		PartialN:     200,
+		PartialFor:   2 * time.Second,
+		PartialRetry: smokeRetry(),
+		Seed:         20261130,
 	}
+}
+
+// smokeRetry is the production retry policy with a base of 20ms and a cap of
+// 100ms.
+func smokeRetry() retry.Policy {
+	p := config.Default().Retry.Policy()
+	p.Base, p.Cap = 20*time.Millisecond, 100*time.Millisecond
+	return p
 }
 
 // Validate reports an unknown scenario or a size out of range.
@@ -129,6 +159,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: steady duration (%s) must be > 0 and its rate (%d) >= 0", c.SteadyFor, c.SteadyRate)
 	case len(c.Pulls) == 0:
 		return errors.New("bench: at least one pull size")
+	}
+	if c.Runs(ScenarioPartial) {
+		if c.PartialN < 1 || c.PartialFor <= 0 {
+			return fmt.Errorf("bench: partial n (%d) must be >= 1 and its deadline (%s) > 0", c.PartialN, c.PartialFor)
+		}
+		if err := c.PartialRetry.Validate(); err != nil {
+			return fmt.Errorf("bench: partial retry policy: %w", err)
+		}
 	}
 	for _, p := range c.Pulls {
 		if p < 1 {

@@ -31,7 +31,14 @@
 //     cycle opens, and their first seconds;
 //   - retry-budget: one replica draining a backlog of which a fifth fails
 //     once, with the retry budget on and off: how long the retries it
-//     holds take, and the MaxAckPending slots they hold.
+//     holds take, and the MaxAckPending slots they hold;
+//   - partial: one replica with the production options against a bare HTTP
+//     client of the same concurrency, draining a backlog against an engine
+//     of ample capacity whose latency spreads (uniform in 5-25ms, or long
+//     tailed), with healthy reads only and with reads that fail once (503,
+//     or 429 with Retry-After), or always: the healthy reads' goodput, the
+//     retries' lateness, the attempts of the always-failing reads and the
+//     adaptive limit.
 //
 // Run returns a Report; WriteTable prints it; cmd/consumer-bench is the
 // command. Every random source that can be is seeded from Config.Seed. The

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -65,6 +66,11 @@ type fleetSpec struct {
 	// noBudget leaves the retry budget off, the adaptive limit as adaptive
 	// says.
 	noBudget bool
+	// policy, when set, replaces the retry policy of the production
+	// options; log, when set, receives each replica's log records (at the
+	// levels it enables) instead of the JSON logger writing nowhere.
+	policy retry.Policy
+	log    slog.Handler
 }
 
 // fleet is a running fleet.
@@ -102,6 +108,12 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 				o, lim, err = productionOptions(ctx, js, topo, sink, reg, spec.adaptive, spec.seed+uint64(i))
 				if spec.noBudget {
 					o.Budget = nil
+				}
+				if spec.policy != (retry.Policy{}) {
+					o.Policy = spec.policy
+				}
+				if spec.log != nil {
+					o.Logger = slog.New(spec.log)
 				}
 				return o, err
 			})

@@ -26,19 +26,22 @@ type Report struct {
 	Capacity    *Capacity    `json:"capacity,omitempty"`
 	CycleOpen   *CycleOpen   `json:"cycle_open,omitempty"`
 	RetryBudget *RetryBudget `json:"retry_budget,omitempty"`
+	Partial     *Partial     `json:"partial,omitempty"`
 }
 
 // RunConfig is the part of Config a report records.
 type RunConfig struct {
-	Scenarios []string      `json:"scenarios"`
-	N         int           `json:"n"`
-	Pulls     []int         `json:"pulls"`
-	StormN    int           `json:"storm_n"`
-	SteadyFor time.Duration `json:"steady_for_ns"`
-	MemoryN   int           `json:"memory_n"`
-	CapacityN int           `json:"capacity_n"`
-	Replicas  []int         `json:"replicas"`
-	Seed      uint64        `json:"seed"`
+	Scenarios  []string      `json:"scenarios"`
+	N          int           `json:"n"`
+	Pulls      []int         `json:"pulls"`
+	StormN     int           `json:"storm_n"`
+	SteadyFor  time.Duration `json:"steady_for_ns"`
+	MemoryN    int           `json:"memory_n"`
+	CapacityN  int           `json:"capacity_n"`
+	Replicas   []int         `json:"replicas"`
+	PartialN   int           `json:"partial_n"`
+	PartialFor time.Duration `json:"partial_deadline_ns"`
+	Seed       uint64        `json:"seed"`
 }
 
 // steadyRateCap bounds the steady scenario's publish rate.
@@ -52,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
 		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, MemoryN: cfg.MemoryN,
-		CapacityN: cfg.CapacityN, Replicas: cfg.Replicas, Seed: cfg.Seed,
+		CapacityN: cfg.CapacityN, Replicas: cfg.Replicas, PartialN: cfg.PartialN, PartialFor: cfg.PartialFor, Seed: cfg.Seed,
 	}}
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
@@ -82,6 +85,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioCapacity, func() (err error) { rep.Capacity, err = runCapacity(ctx, e, cfg); return err }},
 		{ScenarioCycleOpen, func() (err error) { rep.CycleOpen, err = runCycleOpen(ctx, e, cfg); return err }},
 		{ScenarioRetryBudget, func() (err error) { rep.RetryBudget, err = runRetryBudget(ctx, e, cfg); return err }},
+		{ScenarioPartial, func() (err error) { rep.Partial, err = runPartial(ctx, e, cfg); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.Runs(s.name) {

@@ -47,6 +47,7 @@ func windowsIn(d, window time.Duration) int {
 // Percentiles of a set of durations.
 type Percentiles struct {
 	P50 time.Duration `json:"p50_ns"`
+	P90 time.Duration `json:"p90_ns"`
 	P99 time.Duration `json:"p99_ns"`
 	Max time.Duration `json:"max_ns"`
 }
@@ -57,7 +58,7 @@ func percentilesOf(ds []time.Duration) Percentiles {
 		return Percentiles{}
 	}
 	slices.Sort(ds)
-	return Percentiles{P50: ds[len(ds)/2], P99: ds[len(ds)*99/100], Max: ds[len(ds)-1]}
+	return Percentiles{P50: ds[len(ds)/2], P90: ds[len(ds)*90/100], P99: ds[len(ds)*99/100], Max: ds[len(ds)-1]}
 }
 
 // sortTimes sorts ts in place and returns it.

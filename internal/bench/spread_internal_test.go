@@ -38,6 +38,7 @@ func TestPercentiles(t *testing.T) {
 	}
 	p := percentilesOf(ds)
 	assert.Equal(t, 51*time.Millisecond, p.P50)
+	assert.Equal(t, 91*time.Millisecond, p.P90)
 	assert.Equal(t, 100*time.Millisecond, p.P99)
 	assert.Equal(t, 100*time.Millisecond, p.Max)
 	assert.Equal(t, Percentiles{}, percentilesOf(nil))

@@ -176,6 +176,9 @@ func (r *Report) Rows() []Row {
 			Baseline: fmt.Sprintf("%d / %d; %d", b.NoBudget.RetriesSpent, b.NoBudget.RetriesDenied, b.NoBudget.PeakAckPending),
 			Ours:     fmt.Sprintf("%d / %d; %d", b.Budget.RetriesSpent, b.Budget.RetriesDenied, b.Budget.PeakAckPending)})
 	}
+	if p := r.Partial; p != nil {
+		rows = append(rows, p.rows()...)
+	}
 	return rows
 }
 

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/retry"
+)
+
+func TestMixKindsAreExactAndSeeded(t *testing.T) {
+	kinds := partialMix.kinds(10_000, 7)
+	count := map[readKind]int{}
+	for _, k := range kinds {
+		count[k]++
+	}
+	assert.Equal(t, map[readKind]int{healthy: 7700, failOnce: 1500, tooMany: 300, alwaysBad: 500}, count)
+	assert.Equal(t, kinds, partialMix.kinds(10_000, 7), "the same seed, the same reads")
+	assert.NotEqual(t, kinds, partialMix.kinds(10_000, 8))
+	assert.Equal(t, make([]readKind, 100), healthyMix.kinds(100, 7))
+}
+
+func TestAnswerByKind(t *testing.T) {
+	a := answer([]readKind{healthy, failOnce, tooMany, alwaysBad})
+	tests := []struct {
+		give       int // read
+		wantFirst  int
+		wantSecond int
+	}{
+		{0, http.StatusOK, http.StatusOK},
+		{1, http.StatusServiceUnavailable, http.StatusOK},
+		{2, http.StatusTooManyRequests, http.StatusOK},
+		{3, http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+	}
+	for _, tt := range tests {
+		first, h := a(Key(tt.give), 1)
+		second, _ := a(Key(tt.give), 2)
+		assert.Equal(t, tt.wantFirst, first, "read %d", tt.give)
+		assert.Equal(t, tt.wantSecond, second, "read %d", tt.give)
+		if tt.wantFirst == http.StatusTooManyRequests {
+			assert.Equal(t, "1", h.Get("Retry-After"))
+		}
+	}
+}
+
+// The long tail's draws are a function of the key and the call number: over
+// many keys they have the median and the 99th percentile asked.
+func TestLongTailQuantiles(t *testing.T) {
+	d := longTailShape.delay(20261130)
+	assert.Equal(t, d(Key(3), 1), d(Key(3), 1))
+	assert.NotEqual(t, d(Key(3), 1), d(Key(3), 2))
+	var ds []time.Duration
+	for i := range 20_000 {
+		ds = append(ds, d(Key(i), 1))
+	}
+	slices.Sort(ds)
+	assert.InDelta(t, 10, float64(ds[len(ds)/2])/1e6, 0.5, "median, ms")
+	assert.InDelta(t, 100, float64(ds[len(ds)*99/100])/1e6, 10, "p99, ms")
+}
+
+func TestPartialOutcome(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	served := func(arrive, latency int, out enginetest.Outcome) enginetest.Call {
+		return enginetest.Call{At: at(arrive), Latency: time.Duration(latency) * time.Millisecond, Outcome: out}
+	}
+	policy := retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3, MaxServerWait: time.Minute}
+	kinds := []readKind{healthy, failOnce, alwaysBad, healthy}
+	ledger := map[string][]enginetest.Call{
+		Key(0): {served(0, 10, enginetest.Billed)},
+		// Fails at 5+10, asked 50ms, called again at 80: 15ms late.
+		Key(1): {served(5, 10, enginetest.Refused), served(80, 10, enginetest.Billed)},
+		// Three calls, each failing.
+		Key(2): {served(0, 10, enginetest.Refused), served(60, 10, enginetest.Refused), served(300, 10, enginetest.Refused)},
+		Key(3): {served(100, 20, enginetest.Billed)},
+	}
+	naks := newNakCapture()
+	naks.delays[2] = []asked{{at: at(16), delay: 50 * time.Millisecond}}
+	naks.delays[3] = []asked{{at: at(11), delay: 40 * time.Millisecond}, {at: at(71), delay: 200 * time.Millisecond}}
+	var run PartialRun
+	partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks, policy: policy,
+		deadLettered: func(i int) bool { return i == 2 }}.measure(&run)
+
+	assert.Equal(t, 2, run.Healthy)
+	assert.Equal(t, 2, run.HealthyBilled)
+	assert.True(t, run.HealthyDone)
+	assert.Equal(t, 120*time.Millisecond, run.HealthyElapsed, "the last healthy read answered at 100+20")
+	assert.InDelta(t, 2/0.12, run.Goodput, 1e-9)
+	assert.Equal(t, 1, run.AlwaysBad)
+	assert.Equal(t, []int{3, 3, 1}, []int{run.AlwaysCallsMin, run.AlwaysCallsMax, run.AlwaysDeadLettered})
+	assert.Zero(t, run.BillableDeadLettered)
+	// Late: read 1 80-15-50 = 15ms; read 2 60-10-40 = 10ms, 300-70-200 = 30ms.
+	assert.Equal(t, Lateness{Count: 3, Percentiles: Percentiles{P50: 15 * time.Millisecond, P90: 30 * time.Millisecond,
+		P99: 30 * time.Millisecond, Max: 30 * time.Millisecond}}, run.Lateness)
+	// Past the ceiling: read 1 65-100 = -35ms (attempt 1: 100ms); read 2
+	// 50-100 = -50ms, 230-200 = +30ms (attempt 2: 200ms).
+	assert.Equal(t, 3, run.GapPastCeiling.Count)
+	assert.Equal(t, []time.Duration{-35 * time.Millisecond, 30 * time.Millisecond}, []time.Duration{run.GapPastCeiling.P50, run.GapPastCeiling.Max})
+}
+
+func TestPartialOutcomeNotDrained(t *testing.T) {
+	kinds := []readKind{healthy, healthy, alwaysBad}
+	ledger := map[string][]enginetest.Call{Key(0): {{At: time.Unix(1, 0), Outcome: enginetest.Billed}}}
+	var run PartialRun
+	partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
+		policy: retry.DefaultPolicy(), deadLettered: func(int) bool { return false }}.measure(&run)
+	assert.False(t, run.HealthyDone)
+	assert.Equal(t, 4*time.Second, run.HealthyElapsed, "the deadline, when some healthy read was not billed")
+	assert.InDelta(t, 0.25, run.Goodput, 1e-9)
+	require.Equal(t, 1, run.AlwaysBad)
+	assert.Zero(t, run.AlwaysCallsMax)
+}

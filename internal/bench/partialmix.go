@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/enginetest"
+)
+
+// readKind is what the partial scenario's engine does with one read.
+type readKind uint8
+
+const (
+	healthy   readKind = iota // 200 to every call
+	failOnce                  // 503 to its first call, 200 after
+	tooMany                   // 429 with Retry-After: 1 to its first call, 200 after
+	alwaysBad                 // 503 to every call
+)
+
+// PartialMix is the share of the reads of each kind in a read mix; the rest
+// are healthy.
+type PartialMix struct {
+	Name      string  `json:"name"`
+	FailOnce  float64 `json:"fail_once_503"`
+	TooMany   float64 `json:"once_429_retry_after_1s"`
+	AlwaysBad float64 `json:"always_503"`
+}
+
+// The partial scenario's two read mixes.
+var (
+	healthyMix = PartialMix{Name: "healthy"}
+	partialMix = PartialMix{Name: "partial", FailOnce: 0.15, TooMany: 0.03, AlwaysBad: 0.05}
+)
+
+// retryAfterAsked is the Retry-After the 429 reads are answered with.
+const retryAfterAsked = time.Second
+
+// kinds gives each of reads 0..n-1 its kind: exactly round(share x n) of
+// each, chosen by a permutation drawn from seed, so the mix is exact and the
+// same for every variant of a run.
+func (m PartialMix) kinds(n int, seed uint64) []readKind {
+	out := make([]readKind, n)
+	perm := rand.New(rand.NewPCG(seed, 0x9a7)).Perm(n)
+	at := 0
+	for _, k := range []struct {
+		kind  readKind
+		share float64
+	}{{failOnce, m.FailOnce}, {tooMany, m.TooMany}, {alwaysBad, m.AlwaysBad}} {
+		for range int(math.Round(k.share * float64(n))) {
+			out[perm[at]] = k.kind
+			at++
+		}
+	}
+	return out
+}
+
+// answer is the engine's Answer for reads of the given kinds: the read is
+// found from its idempotency key (Index), n is the call number of that key.
+func answer(kinds []readKind) func(key string, n int) (int, http.Header) {
+	retryAfter := http.Header{"Retry-After": {"1"}}
+	return func(key string, n int) (int, http.Header) {
+		i, ok := Index(key)
+		if !ok || i >= len(kinds) {
+			return http.StatusOK, nil
+		}
+		switch kinds[i] {
+		case failOnce:
+			if n == 1 {
+				return http.StatusServiceUnavailable, nil
+			}
+		case tooMany:
+			if n == 1 {
+				return http.StatusTooManyRequests, retryAfter
+			}
+		case alwaysBad:
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	}
+}
+
+// LatencyShape is how long the partial scenario's engine takes to answer,
+// whatever the load: it has no limit on its servers, so nothing queues.
+type LatencyShape struct {
+	Name string `json:"name"`
+	// ServiceTime spread by Jitter (enginetest's options): uniform in
+	// ServiceTime x [1-Jitter, 1+Jitter].
+	ServiceTime time.Duration `json:"service_time_ns"`
+	Jitter      float64       `json:"jitter"`
+	// Median and P99 of a lognormal latency, drawn per call from the key,
+	// the call number and the seed (enginetest's Delay), when set.
+	Median time.Duration `json:"median_ns,omitempty"`
+	P99    time.Duration `json:"p99_ns,omitempty"`
+}
+
+// The partial scenario's two latency shapes.
+var (
+	uniformShape  = LatencyShape{Name: "uniform 5-25ms", ServiceTime: 15 * time.Millisecond, Jitter: 2.0 / 3}
+	longTailShape = LatencyShape{Name: "long tail, median 10ms p99 100ms", Median: 10 * time.Millisecond, P99: 100 * time.Millisecond}
+)
+
+// maxTail bounds a long-tailed latency (the lognormal's 1 in 100,000 is
+// about 700ms).
+const maxTail = 2 * time.Second
+
+// options are the engine's options for the shape, seeded from seed.
+func (s LatencyShape) options(seed uint64) enginetest.Options {
+	o := enginetest.Options{ServiceTime: s.ServiceTime, Jitter: s.Jitter, Rand: seeded(seed, 0x5a9e)}
+	if s.Median > 0 {
+		o.Delay = s.delay(seed)
+	}
+	return o
+}
+
+// delay draws a lognormal latency of median Median whose 99th percentile
+// is P99, from a hash of the seed, the key and the call number: the same
+// call gets the same latency in every run and every variant.
+func (s LatencyShape) delay(seed uint64) func(key string, n int) time.Duration {
+	const z99 = 2.3263478740408408 // the standard normal's 99th percentile
+	sigma := math.Log(float64(s.P99)/float64(s.Median)) / z99
+	return func(key string, n int) time.Duration {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(key))
+		u := rand.New(rand.NewPCG(seed^h.Sum64(), uint64(n))).Float64()
+		z := math.Sqrt2 * math.Erfinv(2*u-1)
+		return min(time.Duration(float64(s.Median)*math.Exp(sigma*z)), maxTail)
+	}
+}
