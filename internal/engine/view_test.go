@@ -99,8 +99,8 @@ func TestAQueueShowsInTheMedian(t *testing.T) {
 	s := v.Snapshot()
 	assert.InDelta(t, 10*time.Millisecond, s.Baseline, float64(time.Millisecond))
 
-	q, held := serve(v, c, 200, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
-	assert.Positive(t, q, "a tripled latency is a queue")
+	q, held := serve(v, c, 400, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
+	assert.Positive(t, q, "a tripled latency for 1.5s is a queue")
 	assert.Positive(t, held)
 	assert.True(t, v.Overloaded())
 	assert.True(t, v.Snapshot().Queued)
@@ -120,6 +120,20 @@ func TestOneSlowRoundIsNoQueue(t *testing.T) {
 	assert.Zero(t, q)
 	assert.Zero(t, held)
 	serve(v, c, 100, 4, at(10*time.Millisecond))
+	assert.False(t, v.Overloaded())
+}
+
+// A burst of slow rounds shorter than QueueFor (a GC, a busy CPU of the
+// replica's own) holds the limit but is no queue.
+func TestABriefRiseIsNoQueue(t *testing.T) {
+	v, c := newView(t, engine.Options{})
+	at := func(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+	serve(v, c, 2000, 8, at(10*time.Millisecond))
+	q, held := serve(v, c, 160, 8, at(30*time.Millisecond)) // 600ms
+	assert.Zero(t, q)
+	assert.Positive(t, held, "the limit holds meanwhile")
+	assert.False(t, v.Overloaded())
+	serve(v, c, 200, 8, at(10*time.Millisecond))
 	assert.False(t, v.Overloaded())
 }
 

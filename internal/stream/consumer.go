@@ -152,6 +152,9 @@ func New(o Options) (*Consumer, error) {
 	if eo.Now == nil {
 		eo.Now = o.Now
 	}
+	if eo.LeastInFlight == 0 && o.Limiter != nil {
+		eo.LeastInFlight = o.Limiter.Min()
+	}
 	view, err := engine.New(eo)
 	if err != nil {
 		return nil, err
