@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/natstest"
+	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 // A durable paused by an operator delivers nothing: the process says so
@@ -46,4 +48,19 @@ func TestAPausedDurableIsSaidSoOnReadyz(t *testing.T) {
 	assert.Contains(t, body, `meter_consumer_topology_replicas{of="stream"} 1`)
 	assert.Equal(t, 1, p.Count("the durable is paused: the server delivers nothing until the pause ends"))
 	assert.Equal(t, 0, stop(p, 15*time.Second))
+}
+
+// --create-streams on a real server makes three copies unless one is asked
+// for: on a single server, the default stops start-up naming the setting,
+// and nothing is made.
+func TestCreateStreamsOnARealServerDefaultsToThreeReplicas(t *testing.T) {
+	t.Parallel()
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	p := proctest.Start(t, "consumer", binary, []string{"HOME=" + t.TempDir()}, "--log-format", "json",
+		"--nats-url", s.ClientURL(), "--create-streams", "--http-addr", "", "--downstream-url", "http://127.0.0.1:1/reads")
+	require.Eventually(t, p.Exited, 20*time.Second, 20*time.Millisecond, "start-up is refused, not waited out")
+	assert.Contains(t, p.Output(), "stream.replicas is 3 and the server is not clustered")
+	_, err := js.Stream(t.Context(), "METER_READS")
+	assert.ErrorIs(t, err, jetstream.ErrStreamNotFound)
 }

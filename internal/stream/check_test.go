@@ -264,3 +264,18 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// Several replicas on a server that is not clustered is a start-up error
+// naming stream.replicas and both fixes, not something to wait out.
+func TestReplicasTheServerCannotMakeAreNamed(t *testing.T) {
+	t.Parallel()
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := testTopology()
+	topo.Replicas = 3
+	_, err := stream.Ensure(t.Context(), js, topo)
+	require.ErrorIs(t, err, stream.ErrMismatch)
+	assert.ErrorContains(t, err, "create stream METER_READS: ")
+	assert.ErrorContains(t, err, "stream.replicas is 3 and the server is not clustered")
+	assert.ErrorContains(t, err, "setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1)")
+}

@@ -241,7 +241,7 @@ func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetst
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound) && create:
 		if st, err = js.CreateStream(ctx, want); err != nil {
-			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, err)
+			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, replicasRefused(err, want.Replicas))
 		}
 		return st.CachedInfo(), nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -262,7 +262,7 @@ func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, streamMaxA
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound) && create:
 		if kv, err = js.CreateKeyValue(ctx, cfg); err != nil {
-			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, err)
+			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, replicasRefused(err, cfg.Replicas))
 		}
 		return kv, cfg.Replicas, nil
 	case errors.Is(err, jetstream.ErrBucketNotFound):
@@ -295,7 +295,7 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && create:
 		if cons, err = js.CreateConsumer(ctx, t.Stream, want); err != nil {
-			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, err)
+			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, replicasRefused(err, want.Replicas))
 		}
 		return cons, nil
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -332,4 +332,20 @@ func (t Topology) pullBatch(ackWait time.Duration) int {
 		return t.PullBatch
 	}
 	return AutoPullBatch(t.Concurrency, t.HandlerTimeout, ackWait)
+}
+
+// errReplicasNotSupported is the server's error code for replicas > 1 on a
+// server that is not clustered.
+const errReplicasNotSupported jetstream.ErrorCode = 10074
+
+// replicasRefused makes the server's refusal of several replicas (it is
+// not clustered) an ErrMismatch naming stream.replicas: waiting will not
+// mend it, and one copy is only made when it is asked for.
+func replicasRefused(err error, replicas int) error {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || api.ErrorCode != errReplicasNotSupported {
+		return err
+	}
+	return fmt.Errorf("%w: stream.replicas is %d and the server is not clustered: run JetStream as a cluster of 3 (one copy loses what it holds with one disk), or accept a single copy by setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1): %w",
+		ErrMismatch, replicas, err)
 }
