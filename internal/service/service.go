@@ -220,6 +220,9 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 			for _, w := range set.Warnings {
 				log.Warn(w)
 			}
+			for _, r := range set.Reconciled {
+				log.Info(r)
+			}
 			if set.AckWait != topo.AckWait {
 				log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
 					slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", topo.AckWait))

@@ -91,7 +91,7 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 			topo.Reconcile = true
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			_, err := stream.Lookup(ctx, js, topo)
+			set, err := stream.Lookup(ctx, js, topo)
 			if !tt.fixable {
 				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
 				assert.ErrorContains(t, err, tt.want)
@@ -100,6 +100,11 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 			}
 			require.NoError(t, err)
 			tt.wantAfter(t, streamConfig(t, js, topo.DLQStream))
+			require.Len(t, set.Reconciled, 1, "what --reconcile changed is said")
+			assert.Contains(t, set.Reconciled[0], "dead-letter stream METER_READS_DLQ: "+tt.want)
+			set, err = stream.Lookup(t.Context(), js, topo)
+			require.NoError(t, err)
+			assert.Empty(t, set.Reconciled, "converged: a second start changes nothing")
 		})
 	}
 }
@@ -153,6 +158,8 @@ func TestReconcileSetsTheAckWait(t *testing.T) {
 	assert.Equal(t, topo.AckWait, set.AckWait)
 	assert.Equal(t, topo.MaxAckPending, set.MaxAckPending)
 	assert.Equal(t, topo.AckWait, set.Consumer.CachedInfo().Config.AckWait)
+	assert.Equal(t, []string{"consumer meter-consumer on stream METER_READS: ack wait 2s and max ack pending 500 set to 5s and 10000 (changed by --reconcile)"},
+		set.Reconciled)
 }
 
 // A paused durable delivers nothing until its pause ends: setup says until

@@ -112,7 +112,7 @@ func recordsFindings(have jetstream.StreamConfig, want jetstream.KeyValueConfig,
 				have.MaxAge, stream, streamMaxAge, want.TTL)})
 	case streamMaxAge == 0 && have.MaxAge < want.TTL:
 		fs = append(fs, finding{fix: setTTL,
-			text: fmt.Sprintf("ttl is %s while stream %s keeps reads without a max age: a read older than that loses its record; %s would be the service's", have.MaxAge, stream, want.TTL)})
+			text: fmt.Sprintf("ttl is %s while stream %s has no max age: a read older than that loses its record", have.MaxAge, stream)})
 	}
 	if have.MaxMsgsPerSubject != int64(want.History) {
 		fs = append(fs, finding{text: fmt.Sprintf("history is %d, not %d", have.MaxMsgsPerSubject, want.History),
@@ -137,7 +137,7 @@ func recordsFindings(have jetstream.StreamConfig, want jetstream.KeyValueConfig,
 // It never updates twice.
 func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what string, info *jetstream.StreamInfo,
 	check func(jetstream.StreamConfig) []finding, s *Setup) (*jetstream.StreamInfo, error) {
-	name := what
+	name := what // e.g. "dead-letter stream METER_READS_DLQ"
 	fs := check(info.Config)
 	if !t.Reconcile {
 		var refused []string
@@ -176,11 +176,14 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 	}
 	st, err := js.UpdateStream(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile %s (%s): %w", name, texts(fs), err)
+		return nil, fmt.Errorf("reconcile %s (%s): %w", name, texts(fs), replicasRefused(err, cfg.Replicas))
 	}
 	after := st.CachedInfo()
 	if left := check(after.Config); len(left) > 0 {
 		return nil, fmt.Errorf("reconcile %s: %w: the server kept %s after the update", name, ErrMismatch, texts(left))
+	}
+	for _, f := range fs {
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("%s: %s (changed by --reconcile)", name, f.text))
 	}
 	return after, nil
 }

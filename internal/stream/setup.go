@@ -81,6 +81,9 @@ type Setup struct {
 	// Replicas are the source stream's, the dead-letter stream's and the
 	// records bucket's.
 	Replicas Replicas
+	// Reconciled says what --reconcile changed, one line each; log each
+	// once.
+	Reconciled []string
 	// Warnings are differences between existing streams and the settings
 	// the service would have created them with; log each once.
 	Warnings []string
@@ -221,7 +224,7 @@ func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool)
 	}
 	s.Records = KVRecords{KV: kv}
 	s.Replicas = Replicas{Stream: src.Config.Replicas, DeadLetter: dl.Config.Replicas, Records: replicas}
-	cons, err := t.durable(ctx, js, src.Config.Subjects, create)
+	cons, err := t.durable(ctx, js, src.Config.Subjects, create, s)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +292,7 @@ func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, streamMaxA
 }
 
 // durable finds (or creates) the durable consumer and checks it.
-func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSubjects []string, create bool) (jetstream.Consumer, error) {
+func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSubjects []string, create bool, s *Setup) (jetstream.Consumer, error) {
 	want := t.ConsumerConfig()
 	cons, err := js.Consumer(ctx, t.Stream, t.Durable)
 	switch {
@@ -321,6 +324,13 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 	upd := reconciledDurable(have, want, t.pullBatch(want.AckWait))
 	if cons, err = js.UpdateConsumer(ctx, t.Stream, upd); err != nil {
 		return nil, fmt.Errorf("reconcile consumer %s on stream %s (%s): %w", t.Durable, t.Stream, joinProblems(fixable), err)
+	}
+	for _, f := range fixable {
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: %s (changed by --reconcile)", t.Durable, t.Stream, f))
+	}
+	if have.AckWait != want.AckWait || have.MaxAckPending != want.MaxAckPending {
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: ack wait %s and max ack pending %d set to %s and %d (changed by --reconcile)",
+			t.Durable, t.Stream, have.AckWait, have.MaxAckPending, want.AckWait, want.MaxAckPending))
 	}
 	return cons, nil
 }
