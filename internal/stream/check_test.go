@@ -126,6 +126,7 @@ func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	set, err := stream.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Contains(t, set.Warnings, "stream METER_READS: retention is WorkQueue, not Limits (left as it is; the server cannot change it)")
+	assert.Len(t, set.Warnings, 1)
 
 	topo.Reconcile = true
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -285,4 +286,26 @@ func TestReplicasTheServerCannotMakeAreNamed(t *testing.T) {
 	assert.ErrorContains(t, err, "create stream METER_READS: ")
 	assert.ErrorContains(t, err, "stream.replicas is 3 and the server is not clustered")
 	assert.ErrorContains(t, err, "setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1)")
+}
+
+// A source stream that drops a subject's older reads past a count is
+// warned of (settled or not, they are gone); --reconcile lifts the limit.
+func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
+	t.Parallel()
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := testTopology()
+	cfg := topo.StreamConfig()
+	cfg.MaxMsgsPerSubject = 5
+	_, err := js.CreateStream(t.Context(), cfg)
+	require.NoError(t, err)
+
+	set, err := stream.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"stream METER_READS: max msgs per subject is 5, not unlimited: the server deletes the older messages of a subject past it, settled or not (left as it is; --reconcile would change it)"},
+		set.Warnings)
+	topo.Reconcile = true
+	_, err = stream.Lookup(t.Context(), js, topo)
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), streamConfig(t, js, topo.Stream).MaxMsgsPerSubject)
 }

@@ -60,6 +60,11 @@ func streamFindings(have, want jetstream.StreamConfig) []finding {
 		fs = append(fs, finding{field: "duplicates", text: fmt.Sprintf("duplicate window is %s, not %s", have.Duplicates, want.Duplicates),
 			fix: func(c *jetstream.StreamConfig) { c.Duplicates = want.Duplicates }})
 	}
+	if have.MaxMsgsPerSubject > 0 {
+		fs = append(fs, finding{field: "max_msgs_per_subject",
+			text: fmt.Sprintf("max msgs per subject is %d, not unlimited: the server deletes the older messages of a subject past it, settled or not", have.MaxMsgsPerSubject),
+			fix:  func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = -1 }})
+	}
 	if have.Storage != want.Storage {
 		fs = append(fs, finding{field: "storage", text: fmt.Sprintf("storage is %s, not %s", have.Storage, want.Storage),
 			how: fmt.Sprintf("the server cannot change a stream's storage: create the stream anew with %s storage", want.Storage)})
@@ -71,7 +76,8 @@ func streamFindings(have, want jetstream.StreamConfig) []finding {
 // with the settings under which a copy JetStream already confirmed (its
 // read TERMed after) can disappear made refusals: retention other than
 // limits, discard old, a max age, a per-subject limit (a meter's copies
-// share a subject) and memory storage.
+// share a subject) and memory storage. On the source stream they are
+// warnings: whoever made it chose how long it keeps reads.
 func deadLetterFindings(have, want jetstream.StreamConfig) []finding {
 	fs := streamFindings(have, want)
 	for i := range fs {
@@ -85,12 +91,9 @@ func deadLetterFindings(have, want jetstream.StreamConfig) []finding {
 			f.refuse, f.text = true, f.text+": the server deletes a copy at that age, whether a person has seen it or not"
 		case "storage":
 			f.refuse, f.text = true, f.text+": a server restart loses every copy"
+		case "max_msgs_per_subject":
+			f.refuse, f.text = true, fmt.Sprintf("max msgs per subject is %d: the copies of one meter's reads share a subject and the server deletes all but the last %d", have.MaxMsgsPerSubject, have.MaxMsgsPerSubject)
 		}
-	}
-	if have.MaxMsgsPerSubject > 0 {
-		fs = append(fs, finding{refuse: true,
-			text: fmt.Sprintf("max msgs per subject is %d: the copies of one meter's reads share a subject and the server deletes all but the last %d", have.MaxMsgsPerSubject, have.MaxMsgsPerSubject),
-			fix:  func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = -1 }})
 	}
 	return fs
 }
