@@ -61,7 +61,7 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 		{"one copy per subject", func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 1 },
 			"max msgs per subject is 1", true,
 			func(t *testing.T, c jetstream.StreamConfig) { assert.Equal(t, int64(-1), c.MaxMsgsPerSubject) }},
-		{"discard old", func(c *jetstream.StreamConfig) { c.Discard = jetstream.DiscardOld },
+		{"discard old", func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardOld, 1000 },
 			"discard is DiscardOld", true,
 			func(t *testing.T, c jetstream.StreamConfig) { assert.Equal(t, jetstream.DiscardNew, c.Discard) }},
 		{"a max age", func(c *jetstream.StreamConfig) { c.MaxAge = 24 * time.Hour },
@@ -308,4 +308,19 @@ func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
 	_, err = stream.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1), streamConfig(t, js, topo.Stream).MaxMsgsPerSubject)
+}
+
+// Discard old on a dead-letter stream without a limit discards nothing (a
+// stream made with `nats stream add`'s defaults): a warning, not a refusal.
+func TestDiscardOldWithoutALimitIsAWarning(t *testing.T) {
+	t.Parallel()
+	topo := testTopology()
+	js := made(t, topo)
+	cfg := topo.DLQStreamConfig()
+	cfg.Discard = jetstream.DiscardOld
+	remake(t, js, cfg)
+
+	set, err := stream.Lookup(t.Context(), js, topo)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)"}, set.Warnings)
 }

@@ -75,7 +75,8 @@ func streamFindings(have, want jetstream.StreamConfig) []finding {
 // deadLetterFindings are the stream findings of the dead-letter stream,
 // with the settings under which a copy JetStream already confirmed (its
 // read TERMed after) can disappear made refusals: retention other than
-// limits, discard old, a max age, a per-subject limit (a meter's copies
+// limits, discard old with a max bytes or max msgs, a max age, a
+// per-subject limit (a meter's copies
 // share a subject) and memory storage. On the source stream they are
 // warnings: whoever made it chose how long it keeps reads.
 func deadLetterFindings(have, want jetstream.StreamConfig) []finding {
@@ -86,7 +87,9 @@ func deadLetterFindings(have, want jetstream.StreamConfig) []finding {
 		case "retention":
 			f.refuse, f.text = true, f.text+": the server deletes a copy once no consumer is interested in it (or one took it), after its read was TERMed, and the read is lost"
 		case "discard":
-			f.refuse, f.text = true, f.text+": when the stream is full the server deletes the oldest copies, whose reads were TERMed, to make room"
+			if have.MaxBytes > 0 || have.MaxMsgs > 0 { // without a limit, nothing is ever discarded
+				f.refuse, f.text = true, f.text+": when the stream is full the server deletes the oldest copies, whose reads were TERMed, to make room"
+			}
 		case "max_age":
 			f.refuse, f.text = true, f.text+": the server deletes a copy at that age, whether a person has seen it or not"
 		case "storage":
