@@ -9,8 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
+	"github.com/meterline/meter-consumer/internal/service"
+	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // A durable paused by an operator delivers nothing: the process says so
@@ -63,4 +66,25 @@ func TestCreateStreamsOnARealServerDefaultsToThreeReplicas(t *testing.T) {
 	assert.Contains(t, p.Output(), "stream.replicas is 3 and the server is not clustered")
 	_, err := js.Stream(t.Context(), "METER_READS")
 	assert.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+}
+
+// A dead-letter stream that would lose confirmed copies stops start-up at
+// once, with the setting and the fix; it is not waited out.
+func TestAnInterestDeadLetterStreamStopsStartUp(t *testing.T) {
+	t.Parallel()
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := service.Topology(must(config.Load([]string{"--nats-url", s.ClientURL(), "--replicas", "1", "--downstream-url", "http://127.0.0.1:1/reads"}, nil)))
+	_, err := stream.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteStream(t.Context(), topo.DLQStream))
+	cfg := topo.DLQStreamConfig()
+	cfg.Retention = jetstream.InterestPolicy
+	_, err = js.CreateStream(t.Context(), cfg)
+	require.NoError(t, err)
+
+	p := start(t, "--nats-url", s.ClientURL(), "--http-addr", "", "--downstream-url", "http://127.0.0.1:1/reads")
+	require.Eventually(t, p.Exited, 20*time.Second, 20*time.Millisecond, "start-up is refused, not waited out")
+	assert.Contains(t, p.Output(), "dead-letter stream METER_READS_DLQ: settings the service cannot run on: retention is Interest, not Limits")
+	assert.Contains(t, p.Output(), "(--reconcile changes it)")
 }
