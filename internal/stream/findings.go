@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -200,4 +201,20 @@ func texts(fs []finding) string {
 		t[i] = f.text
 	}
 	return joinProblems(t)
+}
+
+// errReplicasNotSupported is the server's error code for replicas > 1 on a
+// server that is not clustered.
+const errReplicasNotSupported jetstream.ErrorCode = 10074
+
+// replicasRefused makes the server's refusal of several replicas (it is
+// not clustered) an ErrMismatch naming stream.replicas: waiting will not
+// mend it, and one copy is only made when it is asked for.
+func replicasRefused(err error, replicas int) error {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || api.ErrorCode != errReplicasNotSupported {
+		return err
+	}
+	return fmt.Errorf("%w: stream.replicas is %d and the server is not clustered: run JetStream as a cluster of 3 (one copy loses what it holds with one disk), or accept a single copy by setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1): %w",
+		ErrMismatch, replicas, err)
 }
