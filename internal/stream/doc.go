@@ -15,8 +15,11 @@
 //     with a delay, never terminated, and the failure is counted.
 //
 // It is the one package that touches jetstream.Msg. Setup (Ensure, Lookup)
-// creates or checks the streams and the consumer. Consumer.Run returns
-// ErrConsumeStopped when the server ended the subscription; Ensure and Lookup
-// wrap ErrMissing and the jetstream sentinels. Metrics lists every metric.
+// creates or checks the streams, the records bucket and the consumer (see
+// checkDurable and findings.go for what is checked, and converge for what
+// --reconcile changes). Consumer.Run returns ErrConsumeStopped when the
+// server ended the subscription; Ensure and Lookup wrap ErrMissing, and
+// ErrMismatch for what the service cannot run on (each problem named with
+// its setting and fix), and the jetstream sentinels. Metrics lists every metric.
 // A Consumer is safe for concurrent use; Run is called once.
 package stream
