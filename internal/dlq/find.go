@@ -28,6 +28,9 @@ type Found struct {
 // it could not be deleted.
 const lookupIdle = 30 * time.Second
 
+// deleteTimeout bounds the delete of a look-up's consumer.
+const deleteTimeout = time.Second
+
 // Stored looks for a copy of the read e names (its stream, sequence and
 // stream timestamp) stored in the dead-letter stream between from and to.
 // It is how a copy is found once the dead-letter stream's duplicate window
@@ -60,7 +63,11 @@ func (p *Publisher) Stored(ctx context.Context, e Entry, from, to time.Time) (Fo
 		return Found{}, fmt.Errorf("look for a copy in %s: %w", p.o.Stream, err)
 	}
 	found, err := scan(cons, e, to)
-	if err := st.DeleteConsumer(ctx, name); err != nil {
+	// A delete the server refuses (a user without the right) goes
+	// unanswered: bounded, so that the copy still has its time.
+	dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	defer cancel()
+	if err := st.DeleteConsumer(dctx, name); err != nil {
 		found.Cleanup = fmt.Errorf("delete look-up consumer %s of %s: %w", name, p.o.Stream, err)
 	}
 	if err != nil {

@@ -229,3 +229,44 @@ func TestAStopWithTheRecordsBucketDownEndsWithinItsGrace(t *testing.T) {
 	assert.Equal(t, float64(reads), testutil.ToFloat64(counter(t, e, "meter_consumer_messages_total", "outcome", "nak")))
 	t.Logf("stop took %s", took)
 }
+
+// A durable deleted and made again restarts every retained read's delivery
+// count at 1: a read dead-lettered before is posted again and fails again.
+// Its first delivery does not look its record up, but its write meets the
+// record (the same read's), takes the recorded decision, and looks for the
+// copy past the duplicate window: one copy, not two.
+func TestARecreatedDurableDoesNotCopyADeadLetteredReadTwice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
+	cfg := e.topo.DLQStreamConfig()
+	cfg.Duplicates = 200 * time.Millisecond
+	_, err := e.js.UpdateStream(t.Context(), cfg)
+	require.NoError(t, err)
+	options := func(seed uint64) stream.Options {
+		o := e.options(seed)
+		o.DeadLetterWindow = cfg.Duplicates
+		return o
+	}
+	stop := e.start(options(76))
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	e.settled(10 * time.Second)
+	require.Len(t, e.deadLetters(), 1)
+	stop()
+
+	require.NoError(t, e.js.DeleteConsumer(t.Context(), e.topo.Stream, e.topo.Durable))
+	set, err := stream.Ensure(t.Context(), e.js, e.topo)
+	require.NoError(t, err)
+	e.set, e.cons = set, set.Consumer
+	// The dead-letter stream's duplicate window forgets the copy's id (a
+	// timeline, not a wait for a condition).
+	time.Sleep(2 * cfg.Duplicates)
+	e.start(options(77))
+	e.settled(10 * time.Second)
+
+	assert.Len(t, e.re.callsFor(key1), 2, "the read is posted again: harmless, under its idempotency key")
+	assert.Len(t, e.deadLetters(), 1, "and copied once")
+	found := e.logs.byMessage("dead-lettered")
+	require.Len(t, found, 2)
+	assert.True(t, found[1]["copy_found"].Bool())
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_conflicts_total")))
+}
