@@ -270,3 +270,40 @@ func TestARecreatedDurableDoesNotCopyADeadLetteredReadTwice(t *testing.T) {
 	assert.True(t, found[1]["copy_found"].Bool())
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_conflicts_total")))
 }
+
+// A record of an earlier version states no stream timestamp: it is the
+// read's only when it was written after the read was stored. One written
+// before (the old read's, left from before the stream was re-created) does
+// not decide the read's fate; one written after still credits its
+// hand-backs.
+func TestARecordOfAnEarlierVersionIsTheReadsOnlyIfWrittenAfterIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	kv := e.set.Records.KV
+	_, err := kv.Put(t.Context(), "1", []byte(`{"dead_letter":{"reason":"permanent","class":"permanent","cause":"http_422","error":"the old read's","at":"2026-11-30T06:00:00Z","last":"2026-11-30T06:00:00Z"}}`))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), e.publish("meter.reads.north", read("MTR-1", 1), nil))
+	require.Equal(t, uint64(2), e.publish("meter.reads.north", read("MTR-2", 2), nil))
+	_, err = kv.Put(t.Context(), "2", []byte(`{"hand_backs":5}`))
+	require.NoError(t, err)
+	o := e.options(78)
+	for range o.Policy.MaxAttempts { // both reach the consumer at delivery 5
+		batch, err := e.cons.Fetch(2, jetstreamFetchWait())
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			require.NoError(t, m.Nak())
+		}
+	}
+	e.start(o)
+	e.settled(10 * time.Second)
+
+	dl := e.deadLetters()
+	require.Len(t, dl, 1)
+	assert.Equal(t, "1", dl[0].Header.Get("Dlq-Sequence"))
+	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"), "its own deliveries decide, not the old read's decision")
+	assert.Equal(t, "unsettled", dl[0].Header.Get("Dlq-Cause"))
+	calls := e.re.callsFor("MTR-2@2026-11-30T06:02:00Z")
+	require.Len(t, calls, 1, "the hand-backs on record credited: called, not dead-lettered")
+	assert.Equal(t, http.StatusOK, calls[0].Status)
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_mismatches_total", "kind", "record")))
+}
