@@ -226,12 +226,16 @@ var ErrConsumeStopped = errors.New("consuming stopped by the server")
 // handed back. The caller drains the connection afterwards, which flushes
 // every settlement.
 func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
-	// Three lifetimes. ctx is the caller's: when it ends, the graceful stop
+	// Four lifetimes. ctx is the caller's: when it ends, the graceful stop
 	// begins. hard ends when that stop has run out of time: calls still in
-	// flight are cut. alive is the keep-alives': it outlives both, and ends
-	// only once every read has been settled or handed back.
+	// flight are cut. giveUp ends HandBackGrace later: a hand-back no longer
+	// waits for the records bucket then, so that the stop ends even with
+	// the bucket down. alive is the keep-alives': it outlives them all, and
+	// ends only once every read has been settled or handed back.
 	hard, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
+	giveUp, giveUpNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer giveUpNow()
 	if c.breaker != nil {
 		defer c.breaker.Stop() // last: after the keep-alives below
 	}
@@ -243,8 +247,8 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	go func() { defer aliveDone.Done(); c.naks.run(alive, NakInterval) }()
 	defer func() { aliveStop(); aliveDone.Wait() }()
 
-	pool := c.startWorkers(ctx, hard)
-	p := newPuller(cons, c.dispatcher(pool, hard),
+	pool := c.startWorkers(ctx, hard, giveUp)
+	p := newPuller(cons, c.dispatcher(pool, hard, giveUp),
 		jetstream.PullMaxMessages(c.o.PullBatch),
 		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
 		// that a lost pull (a consumer leader failover, a reconnect) is
@@ -284,25 +288,32 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	//  4. Hand back the parked reads; give the held ones back with the rest
 	//     of their delay.
 	//  5. Stop the keep-alives, then the breaker's timer (deferred above).
+	// Every hand-back, its record included, ends by HandBackGrace past the
+	// stop's deadline.
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.ShutdownTimeout)
 	defer stopCancel()
 	defer context.AfterFunc(stopCtx, hardStop)()
+	graceCtx, graceCancel := context.WithDeadline(context.WithoutCancel(ctx), deadline(stopCtx).Add(HandBackGrace))
+	defer graceCancel()
+	defer context.AfterFunc(graceCtx, giveUpNow)()
 
 	followStop()
 	followDone.Wait()
-	if !p.pause(time.Until(deadline(stopCtx)) + handBackGrace) {
+	if !p.pause(time.Until(deadline(stopCtx)) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
 	pool.stop()
-	if n := c.delayer.release(c.handBackMsg); n > 0 {
+	if n := c.delayer.release(func(m jetstream.Msg, why error) { c.handBackMsg(giveUp, m, why) }); n > 0 {
 		c.log.Info("held and parked reads handed back to the server", slog.Int("reads", n))
 	}
 	return runErr
 }
 
-// handBackGrace is how long the stop waits, past its deadline, for the
-// buffered reads dispatch hands back once the deadline is over.
-const handBackGrace = 5 * time.Second
+// HandBackGrace is how long the stop waits, past its deadline, for the
+// buffered reads dispatch hands back once the deadline is over, and for the
+// hand-backs' records: the stop ends by then, whatever the records bucket
+// does (a hand-back not recorded by then is NAKed unrecorded).
+const HandBackGrace = 5 * time.Second
 
 // dispatcher returns the handler of pulled messages: each goes to an idle
 // worker, or is parked (kept alive from then on, taken by the next free
@@ -317,7 +328,7 @@ const handBackGrace = 5 * time.Second
 // much longer than SpillAfter, whatever the workers wait for (the breaker,
 // the concurrency limit, a slow downstream). follow stops pulling while
 // the park is full.
-func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.MessageHandler {
+func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetstream.MessageHandler {
 	var blockedSince time.Time // zero while dispatch keeps returning at once
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
@@ -356,7 +367,7 @@ func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.Mes
 				return
 			case <-hard.Done():
 				spill.Stop()
-				c.handBackMsg(msg, errStopping)
+				c.handBackMsg(giveUp, msg, errStopping)
 				return
 			case <-changed:
 				spill.Stop()

@@ -48,6 +48,7 @@ type Metrics struct {
 	engineLatency   *prometheus.GaugeVec
 	engineMedian    prometheus.Gauge
 	engineBaseline  prometheus.Gauge
+	recordMetrics
 
 	// cached children for the hot path
 	ack, nak, term               prometheus.Counter
@@ -85,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		handBacks: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "hand_backs_total",
-			Help: "Reads handed back to the server without an attempt charged (the process was stopping), each recorded before its NAK.",
+			Help: "Reads handed back to the server at a stop, each recorded before its NAK so that no attempt is charged (unless the record could not be read or written).",
 		}),
 		recordErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "record_errors_total",
@@ -187,6 +188,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.retries.WithLabelValues("denied")
 	m.recordErrors.WithLabelValues("get")
 	m.recordErrors.WithLabelValues("put")
+	m.recordMetrics = newRecordMetrics(f, ns)
 	for _, op := range []string{"ack", "nak", "term", "in_progress"} {
 		m.settleErrors.WithLabelValues(op)
 	}
