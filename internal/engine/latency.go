@@ -17,7 +17,7 @@ type rounds struct {
 	rise      time.Duration
 
 	samples  []time.Duration
-	start    time.Time
+	start    time.Duration // the monotonic clock's reading at the round's first sample
 	last     time.Duration // the last round's median
 	baseline time.Duration
 	streak   int // queued rounds in a row
@@ -25,18 +25,18 @@ type rounds struct {
 
 // add adds a sample and reports whether it closed a round that confirms a
 // queue (the third queued round in a row, or any after it).
-func (r *rounds) add(now time.Time, d time.Duration) bool {
+func (r *rounds) add(now, d time.Duration) bool {
 	if len(r.samples) == 0 {
 		r.start = now
 	}
 	r.samples = append(r.samples, d)
-	long := now.Sub(r.start) >= 2*r.baseline
+	long := now-r.start >= 2*r.baseline
 	if len(r.samples) < maxSamples && (len(r.samples) < r.min || !long) {
 		return false
 	}
 	slices.Sort(r.samples)
 	m := r.samples[len(r.samples)/2]
-	took := now.Sub(r.start)
+	took := now - r.start
 	r.samples = r.samples[:0]
 	r.last = m
 	if r.baseline == 0 {

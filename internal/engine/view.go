@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -80,8 +81,8 @@ type Options struct {
 	ThrottleReads int           // distinct reads with Retry-After in Window for a pause (default 3)
 	MaxPause      time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
 
-	Rand retry.Source     // jitter of pauses (default: seeded from the clock)
-	Now  func() time.Time // default time.Now
+	Rand  retry.Source // jitter of pauses (default: seeded from the clock)
+	Clock clock.Clock  // its monotonic clock times every window (default clock.System())
 }
 
 func (o *Options) defaults() error {
@@ -128,8 +129,8 @@ func (o *Options) defaults() error {
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.System()
 	}
 	return nil
 }
@@ -166,7 +167,7 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
+	now := v.o.Clock.Mono()
 	fast := c.Answer == Shed && !c.Quota && v.latency.baseline > 0 && c.Latency < v.latency.baseline/2
 	v.shares.add(now, weight(c.Failures), c.Answer == Shed, fast)
 	var fb Feedback
@@ -179,16 +180,16 @@ func (v *View) Observe(c Call) Feedback {
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
-		if wait > 0 && fb.Overloaded && !now.Before(v.throttle.until) {
+		if wait > 0 && fb.Overloaded && now >= v.throttle.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
-			v.throttle.until = now.Add(fb.Pause)
+			v.throttle.until = now + fb.Pause
 		}
 	}
 	return fb
 }
 
 // overloaded is the verdict at now. Locked.
-func (v *View) overloaded(now time.Time) bool {
+func (v *View) overloaded(now time.Duration) bool {
 	shed, fast, ok := v.shares.share(now, v.o.MinWeight)
 	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.latency.queued()
 }
@@ -199,7 +200,7 @@ func (v *View) overloaded(now time.Time) bool {
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.overloaded(v.o.Now())
+	return v.overloaded(v.o.Clock.Mono())
 }
 
 // Shedding reports whether the engine sheds broadly, so that a shed says
@@ -208,7 +209,7 @@ func (v *View) Overloaded() bool {
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
+	now := v.o.Clock.Mono()
 	share, _, ok := v.shares.share(now, v.o.MinWeight)
 	return (ok && share >= v.o.ShedShare) || v.overloaded(now)
 }
@@ -226,7 +227,7 @@ type Snapshot struct {
 func (v *View) Snapshot() Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
+	now := v.o.Clock.Mono()
 	share, _, _ := v.shares.share(now, v.o.MinWeight)
 	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
 		Queued: v.latency.queued(), Overloaded: v.overloaded(now)}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/limit"
@@ -62,7 +63,7 @@ type Options struct {
 	// retry over it is held, kept alive, uncharged, until it fits.
 	Budget *budget.Budget
 	// Engine tunes the engine's view (nil: its defaults). Its MaxPause
-	// defaults to Policy.MaxServerWait, its Rand and Now to these options'.
+	// defaults to Policy.MaxServerWait, its Rand and Clock to these options'.
 	Engine *engine.Options
 	// MaxReadAge, when set, bounds a read's age (from its stream
 	// timestamp): a transient failure past it is dead-lettered with reason
@@ -72,9 +73,13 @@ type Options struct {
 	Sink       downstream.Sink
 	DeadLetter DeadLetterer
 	Metrics    *Metrics
-	Logger     *slog.Logger     // default: discard
-	Rand       retry.Source     // default: seeded from the clock
-	Now        func() time.Time // default: time.Now
+	Logger     *slog.Logger // default: discard
+	Rand       retry.Source // default: seeded from the clock
+	// Clock is the process's clock: its monotonic clock measures every
+	// interval (the breaker's window, the engine's view), its wall clock
+	// only what is compared with a timestamp (default clock.System()).
+	Clock clock.Clock
+	Now   func() time.Time // the wall clock (default Clock.Now)
 }
 
 // Consumer pulls meter reads from a durable JetStream consumer, delivers
@@ -125,8 +130,11 @@ func New(o Options) (*Consumer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Clock == nil {
+		o.Clock = clock.System()
+	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.Clock.Now
 	}
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
@@ -149,8 +157,8 @@ func New(o Options) (*Consumer, error) {
 	if eo.Rand == nil {
 		eo.Rand = o.Rand
 	}
-	if eo.Now == nil {
-		eo.Now = o.Now
+	if eo.Clock == nil {
+		eo.Clock = o.Clock
 	}
 	view, err := engine.New(eo)
 	if err != nil {
@@ -169,6 +177,9 @@ func New(o Options) (*Consumer, error) {
 		bo := *o.Breaker
 		if bo.Rand == nil {
 			bo.Rand = o.Rand
+		}
+		if bo.Clock == nil {
+			bo.Clock = o.Clock
 		}
 		next := bo.OnChange
 		bo.OnChange = func(from, to breaker.State) {
