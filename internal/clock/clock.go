@@ -65,9 +65,10 @@ func (f *Fake) Step(d time.Duration) {
 }
 
 // Stepping is the system clock whose wall clock can be stepped, as NTP or
-// an operator steps it: Now is time.Now moved by every Step so far (its
-// monotonic reading unchanged, as after a real step), Mono the system's.
-// For tests that need real time to pass.
+// an operator steps it: Now is the wall reading of time.Now moved by every
+// Step so far, without its monotonic reading (so that an interval measured
+// with Now, instead of Mono, sees the step), Mono the system's. For tests
+// that need real time to pass.
 type Stepping struct {
 	sys Clock
 	off atomic.Int64
@@ -77,7 +78,7 @@ type Stepping struct {
 func NewStepping() *Stepping { return &Stepping{sys: System()} }
 
 // Now returns time.Now moved by the steps so far.
-func (s *Stepping) Now() time.Time { return time.Now().Add(time.Duration(s.off.Load())) }
+func (s *Stepping) Now() time.Time { return time.Now().Round(0).Add(time.Duration(s.off.Load())) }
 
 // Mono returns the system's monotonic clock.
 func (s *Stepping) Mono() time.Duration { return s.sys.Mono() }

@@ -68,7 +68,7 @@ func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, 
 	fb := c.view.Observe(call)
 	c.m.engine(fb)
 	if fb.Pause > 0 && c.o.Limiter != nil {
-		until := c.o.Now().Add(fb.Pause)
+		until := time.Now().Add(fb.Pause) // with its monotonic reading, as the limiter's clock
 		c.o.Limiter.Pause(until)
 		c.log.Warn("the rate engine throttles broadly: calls paused", slog.String("cause", string(ce.Cause)),
 			slog.Duration("retry_after", ce.RetryAfter), slog.Duration("pause", fb.Pause), slog.Time("until", until))

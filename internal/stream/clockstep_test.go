@@ -64,3 +64,33 @@ func TestAnOutageAfterAWallClockStepStillOpensTheBreaker(t *testing.T) {
 	e.ledgerDelivered(keys, func(c call) bool { return c.Status == http.StatusOK })
 	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "exhausted")))
 }
+
+// TestAHeldReadWaitsOutItsDelayWhateverTheWallClockDoes: a read held for a
+// 1s retry delay when the wall clock steps back a minute is retried after
+// its 1s: held reads are timed by the monotonic clock. Timed by the wall
+// clock, its next keep-alive and its NAK were a minute away: its lease ran
+// out and the server redelivered it after the ack wait, under a delivery
+// still held (and NAKed a minute later).
+func TestAHeldReadWaitsOutItsDelayWhateverTheWallClockDoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(n int, _ string) (int, http.Header) {
+		if n == 1 {
+			return http.StatusServiceUnavailable, http.Header{"Retry-After": []string{"1"}}
+		}
+		return http.StatusOK, nil
+	})
+	clk := clock.NewStepping()
+	o := e.options(44)
+	o.Clock = clk
+	e.start(o)
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(counterGauge(t, e, "meter_consumer_retry_held")) == 1
+	}, 5*time.Second, time.Millisecond)
+	clk.Step(-time.Minute)
+	e.settled(10 * time.Second)
+	calls := e.re.callsFor("MTR-1@2026-11-30T06:01:00Z")
+	require.Len(t, calls, 2)
+	assert.Equal(t, http.StatusOK, calls[1].Status)
+	assert.Less(t, calls[1].At.Sub(calls[0].At), e.topo.AckWait, "retried after its delay, not redelivered after the ack wait")
+}

@@ -166,7 +166,7 @@ func New(o Options) (*Consumer, error) {
 	}
 	c.view = view
 	c.keepers = c.newKeepers(o.Concurrency)
-	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.delayer.gate = c.retryGate
 	c.m.limit.Set(float64(o.Concurrency))
 	if o.Limiter != nil {
@@ -200,6 +200,14 @@ func New(o Options) (*Consumer, error) {
 		c.breaker = b
 	}
 	return c, nil
+}
+
+// monoTime returns c's monotonic clock as a time.Time whose differences
+// alone mean something: held reads are timed by it, never by the wall
+// clock, which can step.
+func monoTime(c clock.Clock) func() time.Time {
+	epoch := time.Unix(0, 0)
+	return func() time.Time { return epoch.Add(c.Mono()) }
 }
 
 // Consuming reports whether the consumer is pulling messages.
