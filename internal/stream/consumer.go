@@ -80,6 +80,10 @@ type Options struct {
 	// only what is compared with a timestamp (default clock.System()).
 	Clock clock.Clock
 	Now   func() time.Time // the wall clock (default Clock.Now)
+	// Conn, when set, is the connection the durable is consumed on: a
+	// delivery that arrived before it was down for AckWait/4 or more is
+	// dropped unsettled (see leases). nil: never dropped.
+	Conn Conn
 }
 
 // Consumer pulls meter reads from a durable JetStream consumer, delivers
@@ -100,6 +104,7 @@ type Consumer struct {
 	keepers     *keepers
 	breaker     *breaker.Breaker // nil: no breaker
 	view        *engine.View
+	leases      *leases
 }
 
 // New validates the options and builds a Consumer.
@@ -165,6 +170,7 @@ func New(o Options) (*Consumer, error) {
 		return nil, err
 	}
 	c.view = view
+	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
 	c.keepers = c.newKeepers(o.Concurrency)
 	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.delayer.gate = c.retryGate
@@ -253,7 +259,8 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
-	aliveDone.Add(3)
+	aliveDone.Add(4)
+	go func() { defer aliveDone.Done(); c.leases.run(alive) }()
 	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
 	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
 	go func() { defer aliveDone.Done(); c.naks.run(alive, NakInterval) }()
@@ -338,6 +345,7 @@ func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.Mes
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
 	return func(msg jetstream.Msg) {
+		msg = c.leases.wrap(msg)
 		for {
 			changed := c.breakerChanged() // before the check, so no transition is missed
 			if c.paused() || c.delayer.parked.Load() > 0 {
@@ -387,7 +395,7 @@ func deadline(ctx context.Context) time.Time {
 }
 
 func (c *Consumer) settleError(op string, err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, errLeaseLost) { // counted and logged once, by the delivery
 		return
 	}
 	c.m.settleErrors.WithLabelValues(op).Inc()

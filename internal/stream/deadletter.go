@@ -30,6 +30,9 @@ const clockSkew = time.Minute
 // it is held and NAKed with a growing delay, and its next delivery goes
 // straight back here.
 func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reason, ce *classify.Error) {
+	if dropLost(d.msg, "dead_letter") {
+		return // another replica may hold the read: no record, no copy, no TERM
+	}
 	ctx, cancel := context.WithDeadline(hard, d.deadline)
 	defer cancel()
 	msg, md := d.msg, d.md

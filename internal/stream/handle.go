@@ -200,7 +200,8 @@ func (c *Consumer) breakerDone(p breaker.Permit, failed bool) bool {
 // the attempt is charged: the delivery count alone can only make a read
 // look older, never lose it).
 func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
-	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks {
+	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks ||
+		dropLost(d.msg, "record") {
 		return false
 	}
 	rec := d.rec
@@ -276,6 +277,9 @@ func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration, retry bool) {
 // wherever it lands, subtracts it from the delivery count. rec is the
 // read's record, nil when it was not looked up.
 func (c *Consumer) handBack(msg jetstream.Msg, md *jetstream.MsgMetadata, rec *Record, start time.Time, why error) {
+	if dropLost(msg, "hand_back") {
+		return // another replica may hold the read: no record, no NAK
+	}
 	ctx := context.Background() // the stop's own deadline may be over: the record must still be written
 	if rec == nil {
 		r := c.record(ctx, md, time.Time{})
