@@ -112,7 +112,13 @@ func overload(c classify.Cause) bool {
 }
 
 // expired reports a read past its time budget (MaxReadAge, from its stream
-// timestamp).
+// timestamp). Its age is measured on the server's clock, the one that
+// stamped it, and only past the estimate's tolerance: a skewed local clock
+// neither dead-letters a fresh read nor keeps an old one.
 func (c *Consumer) expired(md *jetstream.MsgMetadata) bool {
-	return c.o.MaxReadAge > 0 && c.o.Now().Sub(md.Timestamp) > c.o.MaxReadAge
+	if c.o.MaxReadAge <= 0 {
+		return false
+	}
+	now, within := c.server.now()
+	return now.Sub(md.Timestamp) > c.o.MaxReadAge+within
 }

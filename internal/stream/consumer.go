@@ -105,6 +105,7 @@ type Consumer struct {
 	breaker     *breaker.Breaker // nil: no breaker
 	view        *engine.View
 	leases      *leases
+	server      *serverClock
 }
 
 // New validates the options and builds a Consumer.
@@ -170,6 +171,7 @@ func New(o Options) (*Consumer, error) {
 		return nil, err
 	}
 	c.view = view
+	c.server = &serverClock{clk: o.Clock, log: log, set: func(d time.Duration) { c.m.serverClockOffset.Set(d.Seconds()) }}
 	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
 	c.keepers = c.newKeepers(o.Concurrency)
 	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
@@ -259,7 +261,11 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
-	aliveDone.Add(4)
+	measure, measured := context.WithTimeout(ctx, 5*time.Second)
+	c.server.measure(measure, cons) // before the first read: its age is timed on the server's clock
+	measured()
+	aliveDone.Add(5)
+	go func() { defer aliveDone.Done(); c.server.run(alive, cons, ServerClockInterval) }()
 	go func() { defer aliveDone.Done(); c.leases.run(alive) }()
 	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
 	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()

@@ -42,7 +42,7 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, PublishedAt: md.Timestamp,
 		Header: msg.Headers(), Data: msg.Data(),
 	}
-	now := c.o.Now()
+	now, _ := c.server.now() // the server's clock: another replica compares it, as the duplicate window does
 	dec := d.rec.DeadLetter
 	if dec == nil {
 		dec = &Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}

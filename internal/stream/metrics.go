@@ -50,6 +50,8 @@ type Metrics struct {
 	engineMedian    prometheus.Gauge
 	engineBaseline  prometheus.Gauge
 
+	serverClockOffset prometheus.Gauge
+
 	// cached children for the hot path
 	ack, nak, term               prometheus.Counter
 	durAck, durNak, durTerm      prometheus.Observer
@@ -107,6 +109,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		leasesLost: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "leases_lost_total",
 			Help: "Deliveries dropped unsettled (no NAK, TERM, record or copy; an Ack still goes): the NATS connection was down for a quarter of the ack wait or more since they arrived, so the server may have given the read to another replica. The server redelivers the read.",
+		}),
+		serverClockOffset: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "server_clock_offset_seconds",
+			Help: "This machine's wall clock minus the NATS server's, as last measured (every minute, from the consumer info's timestamp); reads' ages and dead-letter decisions are timed on the server's clock.",
 		}),
 		settleErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "settle_errors_total",
