@@ -40,8 +40,9 @@ const maxOutages = 64
 // connection of AckWait/4 or more since the delivery arrived may have let
 // its ack wait run out (its last signal may have gone out up to AckWait/2
 // plus a tick before the outage, and a signal buffered during it arrives
-// late); a settlement while the connection is down may arrive late too.
-// Such a delivery is dropped: nothing more is sent for it, no record is
+// late); a settlement while the connection is down may arrive late too;
+// and a stall of the process (see run) is an outage as well. Such a
+// delivery is dropped: nothing more is sent for it, no record is
 // written and no copy made; the server redelivers the read (to another
 // replica, or to this one) and that delivery settles it. An Ack is always
 // sent: the engine answered 2xx, the read is billed, and whichever delivery
@@ -56,7 +57,8 @@ type leases struct {
 	mu        sync.Mutex
 	down      bool
 	downSince time.Duration
-	outages   []outage // of at least lapse, oldest first
+	ticked    time.Duration // the last tick of run (0: none yet)
+	outages   []outage      // of at least lapse, oldest first
 }
 
 // outage is a stretch of time the connection was down, on the monotonic
@@ -67,7 +69,10 @@ func newLeases(clk clock.Clock, ackWait time.Duration, conn Conn, log *slog.Logg
 	return &leases{clk: clk, lapse: ackWait / 4, conn: conn, log: log, lost: lost}
 }
 
-// run follows the connection's status until ctx ends.
+// run follows the connection's status until ctx ends. It also ticks every
+// lapse/4: a gap of lapse or more between two ticks is a stall of the
+// process (stopped, a virtual machine paused) during which nothing kept
+// its deliveries alive, and counts as an outage.
 func (l *leases) run(ctx context.Context) {
 	if l.conn == nil {
 		return
@@ -75,16 +80,46 @@ func (l *leases) run(ctx context.Context) {
 	ch := l.conn.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	defer l.conn.RemoveStatusListener(ch)
 	l.changed(l.conn.Status())
+	t := time.NewTicker(max(l.lapse/4, time.Millisecond))
+	defer t.Stop()
+	l.tick()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-t.C:
+			l.tick()
 		case s, ok := <-ch:
 			if !ok {
 				return
 			}
 			l.changed(s)
 		}
+	}
+}
+
+// tick notes that the process ran; after a stall of lapse or more, the
+// stall is recorded as an outage.
+func (l *leases) tick() {
+	now := l.clk.Mono()
+	l.mu.Lock()
+	last := l.ticked
+	l.ticked = now
+	stalled := last > 0 && now-last >= l.lapse
+	if stalled {
+		l.add(outage{last, now})
+	}
+	l.mu.Unlock()
+	if stalled {
+		l.log.Warn("the process stalled: deliveries it held may have gone to another replica", slog.Duration("stall", now-last))
+	}
+}
+
+// add remembers an outage. Locked.
+func (l *leases) add(o outage) {
+	l.outages = append(l.outages, o)
+	if len(l.outages) > maxOutages {
+		l.outages = l.outages[1:]
 	}
 }
 
@@ -99,10 +134,7 @@ func (l *leases) changed(s nats.Status) {
 	case s == nats.CONNECTED && l.down:
 		l.down = false
 		if now-l.downSince >= l.lapse {
-			l.outages = append(l.outages, outage{l.downSince, now})
-			if len(l.outages) > maxOutages {
-				l.outages = l.outages[1:]
-			}
+			l.add(outage{l.downSince, now})
 		}
 	}
 }

@@ -57,3 +57,35 @@ func TestALeaseIsLostToAnOutageOfAQuarterOfTheAckWait(t *testing.T) {
 		})
 	}
 }
+
+// TestAStallOfTheProcessLosesTheLease: the process stopped for the lapse
+// (its ticks a second apart, the lapse 1s) while the connection stayed up:
+// nothing kept its deliveries alive, so a delivery it held is lost; one
+// handed over after the stall is held.
+func TestAStallOfTheProcessLosesTheLease(t *testing.T) {
+	tests := []struct {
+		name     string
+		gap      time.Duration
+		arrive   time.Duration // the ticks are at 1s and 1s+gap
+		wantHeld bool
+	}{
+		{"ticking", 250 * time.Millisecond, 0, true},
+		{"a stall shorter than the lapse", 900 * time.Millisecond, 0, true},
+		{"a stall of the lapse", time.Second, 0, false},
+		{"a delivery handed over after the stall", time.Second, 2 * time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC))
+			clk.Advance(time.Second)
+			l := newLeases(clk, 4*time.Second, &statusConn{s: nats.CONNECTED}, slog.New(slog.DiscardHandler), func() {})
+			l.changed(nats.CONNECTED)
+			l.tick()
+			clk.Advance(tt.gap)
+			l.tick()
+			clk.Advance(time.Second)
+			held, _ := l.held(tt.arrive)
+			assert.Equal(t, tt.wantHeld, held)
+		})
+	}
+}
