@@ -108,7 +108,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"budget"}),
 		leasesLost: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "leases_lost_total",
-			Help: "Deliveries dropped unsettled (no NAK, TERM, record or copy; an Ack still goes): the NATS connection was down for a quarter of the ack wait or more since they arrived, so the server may have given the read to another replica. The server redelivers the read.",
+			Help: "Deliveries dropped unsettled (no NAK, TERM, record or copy; an Ack still goes): the NATS connection was down, or the process stalled, for a quarter of the ack wait or more since they arrived, so the server may have given the read to another replica. The server redelivers the read.",
 		}),
 		serverClockOffset: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Name: "server_clock_offset_seconds",
