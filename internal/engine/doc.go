@@ -54,6 +54,9 @@
 // for, clamped to MaxPause (retry.max_server_wait) and jittered up to half as
 // much again, never past MaxPause.
 //
+// Every window runs on the monotonic clock of Options.Clock: a step of the
+// wall clock neither empties one nor keeps stale slots in it.
+//
 // A View is safe for concurrent use. It keeps no goroutine and no timer:
 // verdicts are computed from the clock at the time they are asked for.
 package engine

@@ -18,31 +18,31 @@ type rounds struct {
 	span      time.Duration // the least a queue lasts
 
 	samples  []time.Duration
-	start    time.Time     // of the round
+	start    time.Duration // the monotonic clock's reading at the round's first sample
 	last     time.Duration // the last round's median
 	baseline time.Duration
 	// floor follows the rounds' 10th percentiles as baseline follows their
 	// medians: the engine's quickest usual answers, below which a shed was
 	// refused before any work was done.
 	floor  time.Duration
-	streak int       // queued rounds in a row
-	since  time.Time // the start of the first of them
+	streak int           // queued rounds in a row
+	since  time.Duration // the start of the first of them
 }
 
 // add adds a sample and reports whether it closed a round that confirms a
 // queue (the third queued round in a row, or any after it).
-func (r *rounds) add(now time.Time, d time.Duration) bool {
+func (r *rounds) add(now, d time.Duration) bool {
 	if len(r.samples) == 0 {
 		r.start = now
 	}
 	r.samples = append(r.samples, d)
-	long := now.Sub(r.start) >= 2*r.baseline
+	long := (now - r.start) >= 2*r.baseline
 	if len(r.samples) < maxSamples && (len(r.samples) < r.min || !long) {
 		return false
 	}
 	slices.Sort(r.samples)
 	m, p10 := r.samples[len(r.samples)/2], r.samples[len(r.samples)/10]
-	took := now.Sub(r.start)
+	took := (now - r.start)
 	r.samples = r.samples[:0]
 	r.last = m
 	if r.baseline == 0 {
@@ -77,4 +77,4 @@ func (r *rounds) rising() bool { return r.streak >= 3 }
 // queued reports a queue: the last three rounds or more were queued, over
 // at least span (a pause of the process, a burst of its own work, is not
 // the engine's queue).
-func (r *rounds) queued(now time.Time) bool { return r.streak >= 3 && now.Sub(r.since) >= r.span }
+func (r *rounds) queued(now time.Duration) bool { return r.streak >= 3 && now-r.since >= r.span }

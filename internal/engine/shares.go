@@ -18,8 +18,8 @@ type shares struct {
 
 func (s *shares) width() int64 { return max(int64(s.window/slots), 1) }
 
-func (s *shares) add(now time.Time, w float64, shed, fast bool) {
-	e := now.UnixNano() / s.width()
+func (s *shares) add(now time.Duration, w float64, shed, fast bool) {
+	e := int64(now) / s.width()
 	sl := &s.slots[e%slots]
 	if sl.epoch != e {
 		sl.epoch, sl.calls, sl.shed, sl.fast, sl.fresh = e, 0, 0, 0, 0
@@ -39,8 +39,8 @@ func (s *shares) add(now time.Time, w float64, shed, fast bool) {
 // share is the shed share and the fast-shed share over the window,
 // whether the calls weigh at least least (below it, a share says nothing),
 // and whether retries are most of the weight.
-func (s *shares) share(now time.Time, least float64) (shed, fast float64, ok, retries bool) {
-	e := now.UnixNano() / s.width()
+func (s *shares) share(now time.Duration, least float64) (shed, fast float64, ok, retries bool) {
+	e := int64(now) / s.width()
 	var calls, fresh float64
 	for _, sl := range s.slots {
 		if e-sl.epoch < slots {

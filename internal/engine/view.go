@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -88,15 +89,15 @@ type Options struct {
 	MinSamples     int           // latency samples of a round (default 48)
 	BaselineWindow time.Duration // the baseline's time constant going up (default 10s)
 	// QueueFor is how long queued rounds must last, three or more in a row,
-	// before they are a queue (default 1s): the process's own pauses (a GC,
+	// before they are a queue (default 500ms): the process's own pauses (a GC,
 	// a busy CPU) lift a few rounds, an engine's queue lasts.
 	QueueFor time.Duration
 
 	ThrottleReads int           // distinct reads with Retry-After in Window for a pause (default 3)
 	MaxPause      time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
 
-	Rand retry.Source     // jitter of pauses (default: seeded from the clock)
-	Now  func() time.Time // default time.Now
+	Rand  retry.Source // jitter of pauses (default: seeded from the clock)
+	Clock clock.Clock  // its monotonic clock times every window (default clock.System())
 }
 
 func (o *Options) defaults() error {
@@ -131,7 +132,7 @@ func (o *Options) defaults() error {
 		o.LeastInFlight = 1
 	}
 	if o.QueueFor <= 0 {
-		o.QueueFor = time.Second
+		o.QueueFor = 500 * time.Millisecond
 	}
 	if o.ThrottleReads <= 0 {
 		o.ThrottleReads = 3
@@ -149,8 +150,8 @@ func (o *Options) defaults() error {
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.System()
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
+	now := v.o.Clock.Mono()
 	// A shed is fast under half the floor, and only where that is a real
 	// difference (an engine on loopback answers everything at once).
 	fast := c.Answer == Shed && !c.Quota && v.latency.floor/2 >= v.o.MinRise && c.Latency < v.latency.floor/2
@@ -210,9 +211,9 @@ func (v *View) Observe(c Call) Feedback {
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
-		if wait > 0 && fb.Overloaded && !now.Before(v.throttle.until) {
+		if wait > 0 && fb.Overloaded && now >= v.throttle.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
-			v.throttle.until = now.Add(fb.Pause)
+			v.throttle.until = now + fb.Pause
 		}
 	}
 	return fb
@@ -224,7 +225,7 @@ func (v *View) Observe(c Call) Feedback {
 // chosen by their own failures (at the end of a backlog the reads that
 // always fail are all that is left), and only a refusal before any work
 // says that the engine, not the read, turned them away. Locked.
-func (v *View) loads(now time.Time) (shed, fast float64, ok bool) {
+func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
 	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight)
 	bg, bgFast := v.bands.background(v.band, band(v.o.LeastInFlight), shed, fast)
 	shed, fast = excess(shed, bg), excess(fast, bgFast)
@@ -235,7 +236,7 @@ func (v *View) loads(now time.Time) (shed, fast float64, ok bool) {
 }
 
 // overloaded is the verdict at now. Locked.
-func (v *View) overloaded(now time.Time) bool {
+func (v *View) overloaded(now time.Duration) bool {
 	shed, fast, ok := v.loads(now)
 	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.latency.queued(now)
 }
@@ -247,7 +248,7 @@ func (v *View) overloaded(now time.Time) bool {
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.overloaded(v.o.Now())
+	return v.overloaded(v.o.Clock.Mono())
 }
 
 // Shedding reports whether the engine sheds broadly, so that a shed says
@@ -257,7 +258,7 @@ func (v *View) Overloaded() bool {
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
+	now := v.o.Clock.Mono()
 	share, _, ok := v.loads(now)
 	return (ok && share >= v.o.ShedShare) || v.overloaded(now)
 }
@@ -275,7 +276,7 @@ type Snapshot struct {
 func (v *View) Snapshot() Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
+	now := v.o.Clock.Mono()
 	share, _, _, _ := v.shares.share(now, v.o.MinWeight)
 	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
 		Queued: v.latency.queued(now), Overloaded: v.overloaded(now)}

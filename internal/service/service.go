@@ -150,6 +150,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Limiter:          lim,
 		Budget:           budg,
 		MaxReadAge:       cfg.Retry.MaxReadAge,
+		Conn:             nc,
 	})
 	if err != nil {
 		return err

@@ -80,7 +80,7 @@ func (c *Consumer) observe(d *delivery, s callToken, ce *classify.Error, took ti
 	fb := c.view.Observe(call)
 	c.m.engine(fb)
 	if fb.Pause > 0 && c.o.Limiter != nil {
-		until := c.o.Now().Add(fb.Pause)
+		until := time.Now().Add(fb.Pause) // with its monotonic reading, as the limiter's clock
 		c.o.Limiter.Pause(until)
 		c.log.Warn("the rate engine throttles broadly: calls paused", slog.String("cause", string(ce.Cause)),
 			slog.Duration("retry_after", ce.RetryAfter), slog.Duration("pause", fb.Pause), slog.Time("until", until))
@@ -124,7 +124,13 @@ func overload(c classify.Cause) bool {
 }
 
 // expired reports a read past its time budget (MaxReadAge, from its stream
-// timestamp).
+// timestamp). Its age is measured on the server's clock, the one that
+// stamped it, and only past the estimate's tolerance: a skewed local clock
+// neither dead-letters a fresh read nor keeps an old one.
 func (c *Consumer) expired(md *jetstream.MsgMetadata) bool {
-	return c.o.MaxReadAge > 0 && c.o.Now().Sub(md.Timestamp) > c.o.MaxReadAge
+	if c.o.MaxReadAge <= 0 {
+		return false
+	}
+	now, within := c.server.now()
+	return now.Sub(md.Timestamp) > c.o.MaxReadAge+within
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/limit"
@@ -62,7 +63,7 @@ type Options struct {
 	// retry over it is held, kept alive, uncharged, until it fits.
 	Budget *budget.Budget
 	// Engine tunes the engine's view (nil: its defaults). Its MaxPause
-	// defaults to Policy.MaxServerWait, its Rand and Now to these options'.
+	// defaults to Policy.MaxServerWait, its Rand and Clock to these options'.
 	Engine *engine.Options
 	// MaxReadAge, when set, bounds a read's age (from its stream
 	// timestamp): a transient failure past it is dead-lettered with reason
@@ -72,9 +73,17 @@ type Options struct {
 	Sink       downstream.Sink
 	DeadLetter DeadLetterer
 	Metrics    *Metrics
-	Logger     *slog.Logger     // default: discard
-	Rand       retry.Source     // default: seeded from the clock
-	Now        func() time.Time // default: time.Now
+	Logger     *slog.Logger // default: discard
+	Rand       retry.Source // default: seeded from the clock
+	// Clock is the process's clock: its monotonic clock measures every
+	// interval (the breaker's window, the engine's view), its wall clock
+	// only what is compared with a timestamp (default clock.System()).
+	Clock clock.Clock
+	Now   func() time.Time // the wall clock (default Clock.Now)
+	// Conn, when set, is the connection the durable is consumed on: a
+	// delivery that arrived before it was down for AckWait/4 or more is
+	// dropped unsettled (see leases). nil: never dropped.
+	Conn Conn
 }
 
 // Consumer pulls meter reads from a durable JetStream consumer, delivers
@@ -95,6 +104,8 @@ type Consumer struct {
 	keepers     *keepers
 	breaker     *breaker.Breaker // nil: no breaker
 	view        *engine.View
+	leases      *leases
+	server      *serverClock
 }
 
 // New validates the options and builds a Consumer.
@@ -125,8 +136,11 @@ func New(o Options) (*Consumer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Clock == nil {
+		o.Clock = clock.System()
+	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.Clock.Now
 	}
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
@@ -149,8 +163,8 @@ func New(o Options) (*Consumer, error) {
 	if eo.Rand == nil {
 		eo.Rand = o.Rand
 	}
-	if eo.Now == nil {
-		eo.Now = o.Now
+	if eo.Clock == nil {
+		eo.Clock = o.Clock
 	}
 	if eo.LeastInFlight == 0 && o.Limiter != nil {
 		eo.LeastInFlight = o.Limiter.Min()
@@ -160,8 +174,10 @@ func New(o Options) (*Consumer, error) {
 		return nil, err
 	}
 	c.view = view
+	c.server = &serverClock{clk: o.Clock, log: log, set: func(d time.Duration) { c.m.serverClockOffset.Set(d.Seconds()) }}
+	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
 	c.keepers = c.newKeepers(o.Concurrency)
-	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.delayer.gate = c.retryGate
 	c.m.limit.Set(float64(o.Concurrency))
 	if o.Limiter != nil {
@@ -172,6 +188,9 @@ func New(o Options) (*Consumer, error) {
 		bo := *o.Breaker
 		if bo.Rand == nil {
 			bo.Rand = o.Rand
+		}
+		if bo.Clock == nil {
+			bo.Clock = o.Clock
 		}
 		next := bo.OnChange
 		bo.OnChange = func(from, to breaker.State) {
@@ -192,6 +211,14 @@ func New(o Options) (*Consumer, error) {
 		c.breaker = b
 	}
 	return c, nil
+}
+
+// monoTime returns c's monotonic clock as a time.Time whose differences
+// alone mean something: held reads are timed by it, never by the wall
+// clock, which can step.
+func monoTime(c clock.Clock) func() time.Time {
+	epoch := time.Unix(0, 0)
+	return func() time.Time { return epoch.Add(c.Mono()) }
 }
 
 // Consuming reports whether the consumer is pulling messages.
@@ -241,7 +268,12 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
-	aliveDone.Add(3)
+	measure, measured := context.WithTimeout(ctx, 5*time.Second)
+	c.server.measure(measure, cons) // before the first read: its age is timed on the server's clock
+	measured()
+	aliveDone.Add(5)
+	go func() { defer aliveDone.Done(); c.server.run(alive, cons, ServerClockInterval) }()
+	go func() { defer aliveDone.Done(); c.leases.run(alive) }()
 	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
 	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
 	go func() { defer aliveDone.Done(); c.naks.run(alive, NakInterval) }()
@@ -333,6 +365,7 @@ func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetst
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
 	return func(msg jetstream.Msg) {
+		msg = c.leases.wrap(msg)
 		for {
 			changed := c.breakerChanged() // before the check, so no transition is missed
 			if c.paused() || c.delayer.parked.Load() > 0 {
@@ -382,7 +415,7 @@ func deadline(ctx context.Context) time.Time {
 }
 
 func (c *Consumer) settleError(op string, err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, errLeaseLost) { // counted and logged once, by the delivery
 		return
 	}
 	c.m.settleErrors.WithLabelValues(op).Inc()

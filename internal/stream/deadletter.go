@@ -31,10 +31,13 @@ const clockSkew = time.Minute
 // straight back here. A decision already on record (another delivery's,
 // perhaps another replica's) is the one the copy carries.
 func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reason, ce *classify.Error) {
+	if dropLost(d.msg, "dead_letter") {
+		return // another replica may hold the read: no record, no copy, no TERM
+	}
 	ctx, cancel := context.WithDeadline(hard, d.deadline)
 	defer cancel()
 	msg, md := d.msg, d.md
-	now := c.o.Now()
+	now, _ := c.server.now() // the server's clock: another replica compares it, as the duplicate window does
 	decided := Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}
 	// last is when a copy was last tried; legacy: the decision was recorded
 	// by a version whose copies' message id did not name the read's stream

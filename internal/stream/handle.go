@@ -204,7 +204,8 @@ func (c *Consumer) breakerDone(p breaker.Permit, failed bool) bool {
 // the attempt is charged: the delivery count alone can only make a read
 // look older, never lose it).
 func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
-	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks {
+	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks ||
+		dropLost(d.msg, "record") {
 		return false
 	}
 	return c.change(ctx, d, func(r *Record) { r.Sheds++ })
@@ -274,8 +275,12 @@ func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration, retry bool) {
 // wherever it lands, subtracts it from the delivery count. A hand-back
 // whose record could not be read or written is NAKed all the same (the
 // delivery count alone then decides). The record's look-up and write end
-// with ctx: the stop's grace.
+// with ctx: the stop's grace. A delivery lost to another replica is left
+// alone.
 func (c *Consumer) handBack(ctx context.Context, d *delivery, why error) {
+	if dropLost(d.msg, "hand_back") {
+		return // another replica may hold the read: no record, no NAK
+	}
 	recorded := c.change(ctx, d, func(r *Record) { r.HandBacks++ })
 	c.settleError("nak", d.msg.Nak())
 	ce := classify.NewTransient(classify.CauseShutdown, why)
