@@ -41,7 +41,8 @@
 // follows the medians slowly (a time constant of BaselineWindow, four times
 // faster down than up). A round is queued when its median is above Tolerance
 // (1.5) times the baseline and at least MinRise (2ms) above it; three queued
-// rounds in a row are a queue. A latency that merely spreads (the same
+// rounds in a row lasting QueueFor (500ms) or more are a queue (three
+// rounds, however short, only stop the limit growing). A latency that merely spreads (the same
 // distribution at 1 call and at 32) moves neither the median nor the
 // baseline, and a slow tail does not move a median at all: unlike the
 // least latency of a window, which a spread drags down, the median of
