@@ -10,30 +10,23 @@
 // a first attempt weighs 1, the same read failing again weighs less and less.
 // A window weighing less than MinWeight (10 first attempts) says nothing.
 //
-// A shed is load when it answers to concurrency. Each call carries how many
-// calls were in flight when it was made; the View remembers the shed share of
-// the last calls made in each band of concurrency (1, 2-3, 4-7, ..., 64 and
-// more), and the share of the last Window counts only in excess of the share
-// at the nearest lower band it knows (the background: reads failing on their
-// own, a tariff's service down, an account over its quota, which no slowing
-// down relieves), as a share of the calls that background left unshed. At
-// the limit's least concurrency (LeastInFlight) the background is its own
-// share. Above it, with no lower band known yet: when a band above sheds
-// less than now, the sheds grew as the calls in flight fell and are not
-// load (the end of a backlog, where the reads that always fail are all
-// that is left); otherwise the background is none, so that the limit comes
-// down and learns. Over the last Window (2s):
+// Where retries are most of a window's weight (the end of a backlog, where
+// the reads that always fail are all that is left) only fast sheds count:
+// retries are the reads chosen by their own failures, and only a refusal
+// before any work says the engine, not the read, turned them away. In a
+// steady stream they never are: a read's retries weigh 1/2 + 1/4 + ... < 1
+// together. Over the last Window (2s):
 //
-//   - Shedding: at least ShedShare (30%) of the weight was shed in excess of
-//     the background (503, 429, a timeout, an unreachable engine). A shed
-//     then says nothing about its read and is not charged to it.
-//   - Overloaded: at least OverloadShare (50%) was shed in excess; or
-//     FastShare (5%) was shed fast in excess, answered in under half the
-//     engine's quickest usual answers, the 10th percentile of its latencies
-//     (refused before any work was done, as a load shedder does; a 429 is
-//     never fast); or the engine's latency shows a queue (below). The limit
-//     comes down, the retry budget binds, and a Retry-After from several
-//     reads may pause the replica.
+//   - Shedding: at least ShedShare (30%) of the weight was shed (503, 429, a
+//     timeout, an unreachable engine). A shed then says nothing about its
+//     read and is not charged to it.
+//   - Overloaded: at least OverloadShare (50%) was shed; or FastShare (5%)
+//     was shed fast, answered in under half the engine's quickest usual
+//     answers, the 10th percentile of its latencies, and only where that
+//     half is MinRise (2ms) or more (refused before any work was done, as a
+//     load shedder does; a 429 is never fast); or the engine's latency shows
+//     a queue (below). The limit comes down, the retry budget binds, and a
+//     Retry-After from several reads may pause the replica.
 //
 // A queue shows as latency that answers to load. Latencies of answered calls
 // are gathered into rounds of at least MinSamples calls lasting at least two

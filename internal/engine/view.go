@@ -42,11 +42,6 @@ type Call struct {
 	// Quota: the shed was a 429, a quota of the caller (an account over
 	// its rate): never taken for a fast load shed, however fast.
 	Quota bool
-	// InFlight is the concurrency the call was made at: the replica's limit
-	// on calls in flight then; 0 if unknown (its sheds are then all taken
-	// for load). The limit, not the calls in flight at the moment: sheds
-	// answered at once empty the calls in flight as fast as they fill them.
-	InFlight int
 }
 
 // Feedback is what one call means for the replica.
@@ -79,10 +74,6 @@ type Options struct {
 	// latencies: refused before any work was done, as a load shedder does)
 	// past which the engine is overloaded (default 0.05).
 	FastShare float64
-	// LeastInFlight is the fewest calls the replica may have in flight (the
-	// limit's minimum; default 1): the shed share at that concurrency is
-	// the reads' own, since it cannot be relieved by fewer calls.
-	LeastInFlight int
 
 	Tolerance      float64       // a round's median over the baseline that is a queue (default 1.5)
 	MinRise        time.Duration // and by at least this much (default 2ms)
@@ -128,9 +119,6 @@ func (o *Options) defaults() error {
 	if o.BaselineWindow <= 0 {
 		o.BaselineWindow = 10 * time.Second
 	}
-	if o.LeastInFlight <= 0 {
-		o.LeastInFlight = 1
-	}
 	if o.QueueFor <= 0 {
 		o.QueueFor = 500 * time.Millisecond
 	}
@@ -162,8 +150,6 @@ type View struct {
 
 	mu       sync.Mutex
 	shares   shares
-	bands    bands
-	band     int // of the last call (-1: unknown)
 	latency  rounds
 	throttle throttle
 }
@@ -173,7 +159,7 @@ func New(o Options) (*View, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &View{o: o, shares: shares{window: o.Window}, band: -1,
+	return &View{o: o, shares: shares{window: o.Window},
 		latency:  rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise, span: o.QueueFor},
 		throttle: throttle{window: o.Window, reads: o.ThrottleReads}}, nil
 }
@@ -196,11 +182,6 @@ func (v *View) Observe(c Call) Feedback {
 	fast := c.Answer == Shed && !c.Quota && v.latency.floor/2 >= v.o.MinRise && c.Latency < v.latency.floor/2
 	w, shed := weight(c.Failures), c.Answer == Shed
 	v.shares.add(now, w, shed, fast)
-	v.band = -1
-	if c.InFlight > 0 {
-		v.band = band(c.InFlight)
-		v.bands.add(v.band, w, shed, fast)
-	}
 	var fb Feedback
 	if c.Answer == Served || c.Answer == Refused {
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -219,16 +200,13 @@ func (v *View) Observe(c Call) Feedback {
 	return fb
 }
 
-// loads is the shed and fast-shed shares over Window that answer to
-// concurrency: in excess of those of fewer calls in flight. Where retries
-// are most of the weight, only fast sheds count: retries are the reads
-// chosen by their own failures (at the end of a backlog the reads that
-// always fail are all that is left), and only a refusal before any work
-// says that the engine, not the read, turned them away. Locked.
+// loads is the shed and fast-shed shares over Window. Where retries are
+// most of the weight, only fast sheds count: retries are the reads chosen
+// by their own failures (at the end of a backlog the reads that always
+// fail are all that is left), and only a refusal before any work says
+// that the engine, not the read, turned them away. Locked.
 func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
 	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight)
-	bg, bgFast := v.bands.background(v.band, band(v.o.LeastInFlight), shed, fast)
-	shed, fast = excess(shed, bg), excess(fast, bgFast)
 	if retries {
 		shed = fast
 	}
@@ -243,8 +221,8 @@ func (v *View) overloaded(now time.Duration) bool {
 
 // Overloaded reports whether the engine is overloaded: at least
 // OverloadShare of the calls' weight shed over Window, or FastShare shed
-// fast, each in excess of the share shed at fewer calls in flight; or its
-// latency shows a queue.
+// fast (only fast sheds count where retries are most of the weight); or
+// its latency shows a queue.
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -253,8 +231,8 @@ func (v *View) Overloaded() bool {
 
 // Shedding reports whether the engine sheds broadly, so that a shed says
 // nothing about its read: at least ShedShare of the calls' weight shed over
-// Window in excess of the share shed at fewer calls in flight, or the
-// engine overloaded.
+// Window (only fast sheds count where retries are most of the weight), or
+// the engine overloaded.
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()

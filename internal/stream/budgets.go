@@ -40,31 +40,19 @@ func (c *Consumer) retryGate() (bool, time.Duration) {
 	return false, budgetRecheck/4 + time.Duration(c.o.Rand.Int64N(int64(budgetRecheck*3/4)))
 }
 
-// callToken is a call's place under the concurrency limit, and the
-// concurrency it was made at: the limit then (the concurrency without one).
-type callToken struct {
-	limit.Token
-	at int
-}
-
 // acquireSlot waits for a slot under the concurrency limit (at once
 // without one), a retry ahead of first attempts; ctx is the graceful stop.
-func (c *Consumer) acquireSlot(ctx context.Context, retry bool) (callToken, error) {
-	s := callToken{at: c.o.Concurrency}
-	if c.o.Limiter != nil {
-		t, err := c.o.Limiter.Acquire(ctx, retry)
-		if err != nil {
-			return s, err
-		}
-		s.Token, s.at = t, c.o.Limiter.Limit()
+func (c *Consumer) acquireSlot(ctx context.Context, retry bool) (limit.Token, error) {
+	if c.o.Limiter == nil {
+		return limit.Token{}, nil
 	}
-	return s, nil
+	return c.o.Limiter.Acquire(ctx, retry)
 }
 
 // observe tells the engine's view what one call of d's read said, and
 // carries out a pause the view asks for.
-func (c *Consumer) observe(d *delivery, s callToken, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
-	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took, InFlight: s.at}
+func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
+	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took}
 	switch {
 	case cut:
 		call.Answer = engine.Cut
@@ -89,7 +77,7 @@ func (c *Consumer) observe(d *delivery, s callToken, ce *classify.Error, took ti
 }
 
 // releaseSlot tells the limiter what the engine's view made of the call.
-func (c *Consumer) releaseSlot(s callToken, ce *classify.Error, fb engine.Feedback, cut bool) {
+func (c *Consumer) releaseSlot(t limit.Token, ce *classify.Error, fb engine.Feedback, cut bool) {
 	if ce != nil && (ce.Cause == classify.CauseHTTP503 || ce.Cause == classify.CauseRateLimited) {
 		c.m.rejected.WithLabelValues(string(ce.Cause)).Inc()
 	}
@@ -109,7 +97,7 @@ func (c *Consumer) releaseSlot(s callToken, ce *classify.Error, fb engine.Feedba
 	case overload(ce.Cause) && fb.Overloaded:
 		signal = limit.Overloaded
 	}
-	c.o.Limiter.Release(s.Token, signal)
+	c.o.Limiter.Release(t, signal)
 }
 
 // overload reports the causes that are sheds: signs of the downstream's

@@ -166,9 +166,6 @@ func New(o Options) (*Consumer, error) {
 	if eo.Clock == nil {
 		eo.Clock = o.Clock
 	}
-	if eo.LeastInFlight == 0 && o.Limiter != nil {
-		eo.LeastInFlight = o.Limiter.Min()
-	}
 	view, err := engine.New(eo)
 	if err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, r
 		err = c.deliver(hard, d, read)
 		ce := classify.Of(err)
 		cut := err != nil && hard.Err() != nil
-		fb := c.observe(d, slot, ce, time.Since(began), cut)
+		fb := c.observe(d, ce, time.Since(began), cut)
 		c.releaseSlot(slot, ce, fb, cut)
 		if cut {
 			c.release(permit)

@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meterline/meter-consumer/internal/engine"
+)
+
+// calls feeds n first attempts made inFlight at a time, each shed with
+// probability shed after lat, or served after lat.
+func calls(v *engine.View, c *clock, r *rand.Rand, n, inFlight int, shed float64, lat time.Duration) {
+	for i := range n {
+		c.advance(lat / time.Duration(inFlight))
+		a := engine.Served
+		if r.Float64() < shed {
+			a = engine.Shed
+		}
+		v.Observe(engine.Call{Read: uint64(i), Answer: a, Latency: lat})
+	}
+}
+
+// A shed is fast, a load shedder's refusal, when it is answered in under
+// half the engine's quickest usual answers (its 10th percentile): the lower
+// end of a spreading latency is not fast.
+func TestTheLowEndOfASpreadIsNotAFastShed(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		shedAfter  func(r *rand.Rand) time.Duration
+		overloaded bool
+	}{
+		{"a fifth shed within the spread", func(r *rand.Rand) time.Duration {
+			return 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
+		}, false},
+		{"a fifth shed at once", func(*rand.Rand) time.Duration { return 200 * time.Microsecond }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			r := rand.New(rand.NewPCG(12, 13))
+			for i := range 4000 {
+				c.advance(500 * time.Microsecond)
+				lat := 5*time.Millisecond + time.Duration(r.Int64N(int64(40*time.Millisecond)))
+				if i > 400 && i%100 < 20 {
+					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: tt.shedAfter(r)})
+					continue
+				}
+				v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: lat})
+			}
+			assert.Equal(t, tt.overloaded, v.Overloaded())
+		})
+	}
+}
+
+// Where retries are most of what is called, only a refusal before any work
+// says the engine turned them away: the reads that always fail, answered
+// 503 after the usual work, are theirs; a load shedder's 503 at once is load.
+func TestRetriesAloneCountOnlyFastSheds(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		latency    time.Duration
+		overloaded bool
+	}{{"503 after the usual work", 10 * time.Millisecond, false}, {"503 at once", 100 * time.Microsecond, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			calls(v, c, rand.New(rand.NewPCG(1, 2)), 400, 8, 0, 10*time.Millisecond)
+			c.advance(3 * time.Second)
+			for read := range uint64(200) {
+				c.advance(time.Millisecond)
+				v.Observe(engine.Call{Read: read, Failures: 1 + read%3, Answer: engine.Shed, Latency: tt.latency})
+			}
+			assert.Equal(t, tt.overloaded, v.Overloaded())
+			assert.Equal(t, tt.overloaded, v.Shedding())
+		})
+	}
+}
