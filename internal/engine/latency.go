@@ -21,12 +21,8 @@ type rounds struct {
 	start    time.Duration // the monotonic clock's reading at the round's first sample
 	last     time.Duration // the last round's median
 	baseline time.Duration
-	// floor follows the rounds' 10th percentiles as baseline follows their
-	// medians: the engine's quickest usual answers, below which a shed was
-	// refused before any work was done.
-	floor  time.Duration
-	streak int           // queued rounds in a row
-	since  time.Duration // the start of the first of them
+	streak   int           // queued rounds in a row
+	since    time.Duration // the start of the first of them
 }
 
 // add adds a sample and reports whether it closed a round that confirms a
@@ -41,12 +37,12 @@ func (r *rounds) add(now, d time.Duration) bool {
 		return false
 	}
 	slices.Sort(r.samples)
-	m, p10 := r.samples[len(r.samples)/2], r.samples[len(r.samples)/10]
+	m := r.samples[len(r.samples)/2]
 	took := (now - r.start)
 	r.samples = r.samples[:0]
 	r.last = m
 	if r.baseline == 0 {
-		r.baseline, r.floor = m, p10
+		r.baseline = m
 		return false
 	}
 	base := r.baseline
@@ -66,7 +62,6 @@ func (r *rounds) add(now, d time.Duration) bool {
 		a = min(4*a, 1)
 	}
 	r.baseline = base + time.Duration(a*float64(m-base))
-	r.floor += time.Duration(a * float64(p10-r.floor))
 	return r.queued(now)
 }
 

@@ -5,24 +5,30 @@ import "time"
 // slots is how many slots a window is kept in.
 const slots = 10
 
-// shares is the weight of calls, and of those shed, over a sliding window
-// of ten slots.
+// shares is the weight of calls, of those shed, and of the sheds answered
+// quickly (under half the latency baseline), over a sliding window of ten
+// slots.
 type shares struct {
 	window time.Duration
 	slots  [slots]struct {
 		epoch             int64
-		calls, shed, fast float64
+		calls, shed, fast float64 // fast: sheds answered quickly
 		fresh             float64 // weight of first attempts
 	}
 }
 
 func (s *shares) width() int64 { return max(int64(s.window/slots), 1) }
 
-func (s *shares) add(now time.Duration, w float64, shed, fast bool) {
+// add counts a call of weight w: shed or not, and a shed answered quickly.
+func (s *shares) add(now time.Duration, w float64, shed, quick bool) {
 	e := int64(now) / s.width()
 	sl := &s.slots[e%slots]
 	if sl.epoch != e {
-		sl.epoch, sl.calls, sl.shed, sl.fast, sl.fresh = e, 0, 0, 0, 0
+		*sl = struct {
+			epoch             int64
+			calls, shed, fast float64
+			fresh             float64
+		}{epoch: e}
 	}
 	sl.calls += w
 	if w == 1 {
@@ -30,16 +36,20 @@ func (s *shares) add(now time.Duration, w float64, shed, fast bool) {
 	}
 	if shed {
 		sl.shed += w
-	}
-	if fast {
-		sl.fast += w
+		if quick {
+			sl.fast += w
+		}
 	}
 }
 
 // share is the shed share and the fast-shed share over the window,
 // whether the calls weigh at least least (below it, a share says nothing),
-// and whether retries are most of the weight.
-func (s *shares) share(now time.Duration, least float64) (shed, fast float64, ok, retries bool) {
+// and whether retries are most of the weight. The fast share counts the
+// sheds answered quickly beyond the share quick of the answered calls
+// (quick): of an engine whose latency spreads, a read's own 503 is as often
+// quick as its 200s are; a load shedder's refusals are quick where its
+// answers are not.
+func (s *shares) share(now time.Duration, least, quick float64) (shed, fast float64, ok, retries bool) {
 	e := int64(now) / s.width()
 	var calls, fresh float64
 	for _, sl := range s.slots {
@@ -54,5 +64,6 @@ func (s *shares) share(now time.Duration, least float64) (shed, fast float64, ok
 	if calls < least || calls == 0 {
 		return 0, 0, false, retries
 	}
+	fast = max(fast-shed*quick, 0)
 	return shed / calls, fast / calls, true, retries
 }

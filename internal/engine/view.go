@@ -70,9 +70,9 @@ type Options struct {
 	ShedShare     float64       // shed share past which a shed is the engine's, not the read's (default 0.3)
 	OverloadShare float64       // shed share past which the engine is overloaded (default 0.5)
 	// FastShare is the share of calls shed fast (answered in under half the
-	// engine's quickest usual answers, the 10th percentile of its
-	// latencies: refused before any work was done, as a load shedder does)
-	// past which the engine is overloaded (default 0.05).
+	// latency baseline, beyond the share of answered calls that quick:
+	// refused before any work was done, as a load shedder does) past which
+	// the engine is overloaded (default 0.05).
 	FastShare float64
 
 	Tolerance      float64       // a round's median over the baseline that is a queue (default 1.5)
@@ -150,6 +150,7 @@ type View struct {
 
 	mu       sync.Mutex
 	shares   shares
+	quick    share // of the answered calls answered quickly
 	latency  rounds
 	throttle throttle
 }
@@ -162,6 +163,21 @@ func New(o Options) (*View, error) {
 	return &View{o: o, shares: shares{window: o.Window},
 		latency:  rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise, span: o.QueueFor},
 		throttle: throttle{window: o.Window, reads: o.ThrottleReads}}, nil
+}
+
+// share is a running share of a yes/no over the last calls (about 256).
+type share struct {
+	p float64
+	n int
+}
+
+func (s *share) add(yes bool) {
+	s.n = min(s.n+1, 256)
+	x := 0.0
+	if yes {
+		x = 1
+	}
+	s.p += (x - s.p) / float64(s.n)
 }
 
 // weight is what a call of a read that failed f times before counts for.
@@ -177,18 +193,18 @@ func (v *View) Observe(c Call) Feedback {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
-	// A shed is fast under half the floor, and only where that is a real
-	// difference (an engine on loopback answers everything at once).
-	fast := c.Answer == Shed && !c.Quota && v.latency.floor/2 >= v.o.MinRise && c.Latency < v.latency.floor/2
-	w, shed := weight(c.Failures), c.Answer == Shed
-	v.shares.add(now, w, shed, fast)
+	quick := v.latency.baseline > 0 && c.Latency < v.latency.baseline/2
+	if c.Answer == Served || c.Answer == Refused {
+		v.quick.add(quick)
+	}
+	v.shares.add(now, weight(c.Failures), c.Answer == Shed, quick && !c.Quota)
 	var fb Feedback
 	if c.Answer == Served || c.Answer == Refused {
 		fb.Queued = v.latency.add(now, c.Latency)
 	}
 	fb.Hold = v.latency.rising()
 	fb.Overloaded = v.overloaded(now)
-	fb.ShedShare, _, _, _ = v.shares.share(now, v.o.MinWeight)
+	fb.ShedShare, _, _, _ = v.shares.share(now, v.o.MinWeight, v.quick.p)
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
@@ -206,7 +222,7 @@ func (v *View) Observe(c Call) Feedback {
 // fail are all that is left), and only a refusal before any work says
 // that the engine, not the read, turned them away. Locked.
 func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
-	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight)
+	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p)
 	if retries {
 		shed = fast
 	}
@@ -255,7 +271,7 @@ func (v *View) Snapshot() Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
-	share, _, _, _ := v.shares.share(now, v.o.MinWeight)
+	share, _, _, _ := v.shares.share(now, v.o.MinWeight, v.quick.p)
 	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
 		Queued: v.latency.queued(now), Overloaded: v.overloaded(now)}
 }
