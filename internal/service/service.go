@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/breaker"
@@ -70,11 +69,14 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	embedded := cfg.NATS.URL == ""
 	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
-	sm := NewMetrics(deps.Registry)
+	// Every series this process's pipeline exports carries its stream and
+	// durable: several fleets (partitions) in one namespace alert apart.
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"stream": cfg.Stream.Name, "durable": cfg.Consumer.Durable}, deps.Registry)
+	sm := NewMetrics(reg)
 	if embedded {
 		sm.embedded.Set(1)
 	}
-	ready := &readiness{reason: "starting"}
+	ready := sm.ready
 	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, ready.get, log)
 	if err != nil {
 		return err
@@ -90,7 +92,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 		url, create = srv.ClientURL(), true
 	}
-	opts := append(connectOptions(cfg.NATS, log), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	opts := append(connectOptions(cfg.NATS, log, sm.event), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			sm.refusals.Inc()
 			log.Error("NATS refused a permission", slog.Any("error", err))
@@ -99,7 +101,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		}
 		log.Warn("NATS async error", slog.Any("error", err))
 	}))
-	ready.set("connecting to NATS at " + redactedURL(url))
+	ready.set(WhyConnecting, "connecting to NATS at "+redactedURL(url))
 	nc, err := dial(ctx, url, opts, cfg.NATS.ConnectRetryMax, rnd, log, ready)
 	if err != nil {
 		log.Info("stopped before connecting to NATS")
@@ -120,7 +122,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 
-	sink, stopSink, err := sinkFor(ctx, cfg, js, deps.Registry, log)
+	sink, stopSink, err := sinkFor(ctx, cfg, js, reg, log)
 	if err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads}),
 		DeadLetterWindow: set.DeadLetterWindow,
 		Records:          set.Records,
-		Metrics:          stream.NewMetrics(deps.Registry),
+		Metrics:          stream.NewMetrics(reg),
 		Logger:           log,
 		Rand:             rnd,
 		Breaker:          BreakerOptions(cfg.Breaker),
@@ -152,16 +154,16 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	ready.consuming(func() (bool, string) {
+	ready.consuming(func() (bool, string, string) {
 		switch {
 		case !nc.IsConnected():
-			return false, "not connected to NATS (" + nc.Status().String() + ")"
+			return false, WhyDisconnected, "not connected to NATS (" + nc.Status().String() + ")"
 		case !consumer.Consuming():
-			return false, "not consuming"
+			return false, WhyStopped, "not consuming"
 		case embedded:
-			return true, "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
+			return true, "", "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
 		}
-		return true, "ok"
+		return true, "", "ok"
 	})
 
 	lagCtx, stopLag := context.WithCancel(ctx)
@@ -169,7 +171,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	go func() {
 		defer close(lagDone)
 		lag.New(lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream},
-			deps.Registry, LagInterval, rnd, log).Run(lagCtx)
+			reg, LagInterval, rnd, log).Run(lagCtx)
 	}()
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
@@ -201,7 +203,7 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 	rnd retry.Source, log *slog.Logger, ready *readiness) (*stream.Setup, error) {
 	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
 	for attempt := uint64(1); ; attempt++ {
-		ready.set("looking up the streams")
+		ready.set(WhyStreams, "looking up the streams")
 		var set *stream.Setup
 		var err error
 		if create {
@@ -224,7 +226,7 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 		}
 		wait := policy.Delay(attempt, rnd)
 		log.Error("waiting for the streams", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
-		ready.set(err.Error())
+		ready.set(WhyStreams, err.Error())
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -242,30 +244,6 @@ func copyLimit(maxPayload, streamMax int) int {
 		return streamMax
 	}
 	return maxPayload
-}
-
-// Metrics are the service's own metrics, beside the pipeline's.
-type Metrics struct {
-	embedded prometheus.Gauge
-	refusals prometheus.Counter
-}
-
-// NewMetrics registers the service's metrics on reg:
-// meter_consumer_embedded_nats (1 when this process runs on its own
-// embedded NATS server, which a production deployment never should) and
-// meter_consumer_nats_permission_refusals_total.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
-	return &Metrics{
-		embedded: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "meter_consumer", Name: "embedded_nats",
-			Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
-		}),
-		refusals: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "meter_consumer", Name: "nats_permission_refusals_total",
-			Help: "Publishes or subscriptions the NATS server refused for lack of a permission (each logged with the subject).",
-		}),
-	}
 }
 
 // drain drains the connection and waits until it is closed.
