@@ -46,8 +46,8 @@ func (noSource) DeadLetterInfo(context.Context) (*jetstream.StreamInfo, error) {
 }
 
 // exportedNames registers the metrics the binary registers (cmd/consumer:
-// the Go and process collectors; internal/service: the stream metrics and
-// the lag reader's gauges) and returns every series name they expose:
+// the Go and process collectors; internal/service: its own, its state's,
+// the stream metrics and the lag reader's gauges) and returns every series name they expose:
 // histograms as _bucket, _sum and _count, summaries as the name, _sum and
 // _count.
 func exportedNames(t *testing.T) map[string]bool {
@@ -56,6 +56,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	stream.NewMetrics(reg)
 	service.NewMetrics(reg)
+	service.NewStateMetrics(reg)
 	lag.New(noSource{}, reg, time.Minute, retry.NewRand(1), nil)
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

@@ -5,12 +5,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Metrics are the service's own metrics, beside the pipeline's.
-type Metrics struct {
-	embedded prometheus.Gauge
-	refusals prometheus.Counter
-	conn     *prometheus.CounterVec
-	ready    *readiness
+// StateMetrics say, from process start, whether the replica consumes and
+// why not, and count the NATS connection's events.
+type StateMetrics struct {
+	conn  *prometheus.CounterVec
+	ready *readiness
 }
 
 // The NATS connection events counted in
@@ -20,26 +19,15 @@ const (
 	EventReconnected  = "reconnected"
 )
 
-// NewMetrics registers the service's metrics on reg:
-// meter_consumer_embedded_nats (1 when this process runs on its own
-// embedded NATS server, which a production deployment never should),
-// meter_consumer_nats_permission_refusals_total,
-// meter_consumer_nats_connection_events_total{event} (disconnected,
-// reconnected), and, read at each scrape from the moment the process
-// starts, meter_consumer_consuming (1 while the replica consumes: connected
-// and pulling) and meter_consumer_not_consuming{reason} (1 for the reason
-// it does not, one of Reasons; all 0 while it consumes).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewStateMetrics registers on reg, read at each scrape from the moment
+// the process starts: meter_consumer_consuming (1 while the replica
+// consumes: connected and pulling), meter_consumer_not_consuming{reason}
+// (1 for the reason it does not, one of Reasons; all 0 while it consumes),
+// and meter_consumer_nats_connection_events_total{event} (disconnected,
+// reconnected).
+func NewStateMetrics(reg prometheus.Registerer) *StateMetrics {
 	f := promauto.With(reg)
-	m := &Metrics{
-		embedded: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "meter_consumer", Name: "embedded_nats",
-			Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
-		}),
-		refusals: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "meter_consumer", Name: "nats_permission_refusals_total",
-			Help: "Publishes or subscriptions the NATS server refused for lack of a permission (each logged with the subject).",
-		}),
+	m := &StateMetrics{
 		conn: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "meter_consumer", Name: "nats_connection_events_total",
 			Help: "Events of the NATS connection, by event: disconnected (lost, each logged), reconnected.",
@@ -62,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // event counts a connection event.
-func (m *Metrics) event(e string) { m.conn.WithLabelValues(e).Inc() }
+func (m *StateMetrics) event(e string) { m.conn.WithLabelValues(e).Inc() }
 
 // notConsuming exports meter_consumer_not_consuming from the readiness at
 // each scrape, every reason present.

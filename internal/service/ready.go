@@ -25,10 +25,11 @@ func Reasons() []string {
 // ready while it does and the connection is up.
 type readiness struct {
 	mu      sync.Mutex
-	why     string                        // one of Reasons, while not consuming yet
-	reason  string                        // the text /readyz shows
-	refusal string                        // the last permission NATS refused, while not ready
-	ready   func() (bool, string, string) // set once consuming: ok, why (when not), text
+	why     string                // one of Reasons, while not consuming yet
+	reason  string                // the text /readyz shows
+	refusal string                // the last permission NATS refused, while not ready
+	ready   func() (bool, string) // set once consuming
+	whyFunc func() string         // set once consuming: why it is not ready (one of Reasons)
 }
 
 func newReadiness() *readiness { return &readiness{why: WhyStarting, reason: "starting"} }
@@ -51,9 +52,17 @@ func (r *readiness) set(why, reason string) {
 
 // consuming hands readiness over to check, which the running service
 // answers.
-func (r *readiness) consuming(check func() (ok bool, why, reason string)) {
+func (r *readiness) consuming(check func() (bool, string)) {
 	r.mu.Lock()
 	r.ready = check
+	r.mu.Unlock()
+}
+
+// whyNot hands the reason over to why, which the running service answers
+// (one of Reasons) when check says it is not ready; WhyStopped without it.
+func (r *readiness) whyNot(why func() string) {
+	r.mu.Lock()
+	r.whyFunc = why
 	r.mu.Unlock()
 }
 
@@ -61,7 +70,7 @@ func (r *readiness) consuming(check func() (ok bool, why, reason string)) {
 // Reasons) and the text /readyz serves.
 func (r *readiness) state() (ok bool, why, reason string) {
 	r.mu.Lock()
-	why, reason, refusal, ready := r.why, r.reason, r.refusal, r.ready
+	why, reason, refusal, ready, whyFunc := r.why, r.reason, r.refusal, r.ready, r.whyFunc
 	r.mu.Unlock()
 	if ready == nil {
 		if refusal != "" {
@@ -69,7 +78,14 @@ func (r *readiness) state() (ok bool, why, reason string) {
 		}
 		return false, why, reason
 	}
-	return ready()
+	ok, reason = ready()
+	switch {
+	case ok:
+		return true, "", reason
+	case whyFunc != nil:
+		return false, whyFunc(), reason
+	}
+	return false, WhyStopped, reason
 }
 
 // get is the readiness /readyz serves.

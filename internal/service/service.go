@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/breaker"
@@ -76,7 +77,8 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if embedded {
 		sm.embedded.Set(1)
 	}
-	ready := sm.ready
+	st := NewStateMetrics(reg)
+	ready := st.ready
 	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, ready.get, log)
 	if err != nil {
 		return err
@@ -92,7 +94,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 		url, create = srv.ClientURL(), true
 	}
-	opts := append(connectOptions(cfg.NATS, log, sm.event), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	opts := append(connectOptions(cfg.NATS, log, st.event), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			sm.refusals.Inc()
 			log.Error("NATS refused a permission", slog.Any("error", err))
@@ -154,16 +156,22 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	ready.consuming(func() (bool, string, string) {
+	ready.consuming(func() (bool, string) {
 		switch {
 		case !nc.IsConnected():
-			return false, WhyDisconnected, "not connected to NATS (" + nc.Status().String() + ")"
+			return false, "not connected to NATS (" + nc.Status().String() + ")"
 		case !consumer.Consuming():
-			return false, WhyStopped, "not consuming"
+			return false, "not consuming"
 		case embedded:
-			return true, "", "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
+			return true, "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
 		}
-		return true, "", "ok"
+		return true, "ok"
+	})
+	ready.whyNot(func() string {
+		if !nc.IsConnected() {
+			return WhyDisconnected
+		}
+		return WhyStopped
 	})
 
 	lagCtx, stopLag := context.WithCancel(ctx)
@@ -244,6 +252,30 @@ func copyLimit(maxPayload, streamMax int) int {
 		return streamMax
 	}
 	return maxPayload
+}
+
+// Metrics are the service's own metrics, beside the pipeline's.
+type Metrics struct {
+	embedded prometheus.Gauge
+	refusals prometheus.Counter
+}
+
+// NewMetrics registers the service's metrics on reg:
+// meter_consumer_embedded_nats (1 when this process runs on its own
+// embedded NATS server, which a production deployment never should) and
+// meter_consumer_nats_permission_refusals_total.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		embedded: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: "meter_consumer", Name: "embedded_nats",
+			Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",
+		}),
+		refusals: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "meter_consumer", Name: "nats_permission_refusals_total",
+			Help: "Publishes or subscriptions the NATS server refused for lack of a permission (each logged with the subject).",
+		}),
+	}
 }
 
 // drain drains the connection and waits until it is closed.
