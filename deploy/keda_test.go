@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,4 +322,78 @@ func freePortInt(t *testing.T) int {
 	_, err := fmt.Sscan(freePort(t), &p)
 	require.NoError(t, err)
 	return p
+}
+
+// TestKEDAFindsTheLeaderByAdvertisedURLs: servers that advertise client
+// URLs (client_advertise: a pod's name under the headless service) take
+// KEDA v2.20's other path: each connect_urls host, on the endpoint's port,
+// is asked for its /varz (its server_name) and its /jsz, until the
+// consumer's leader; the next poll asks the leader alone.
+func TestKEDAFindsTheLeaderByAdvertisedURLs(t *testing.T) {
+	t.Parallel()
+	md := trigger(t)
+	md["account"] = "$G"
+	const headless = "nats-headless.nats.svc.cluster.local"
+	nodes := make([]*server.Options, 3)
+	var routes []string
+	for i := range nodes {
+		o := natstest.Options(t.TempDir())
+		o.ServerName = fmt.Sprintf("nats-%d", i)
+		o.HTTPHost, o.HTTPPort = "127.0.0.1", -1
+		o.ClientAdvertise = fmt.Sprintf("nats-%d.%s:4222", i, headless)
+		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: freePortInt(t)}
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", o.Cluster.Port))
+		nodes[i] = o
+	}
+	var servers []*server.Server
+	for _, o := range nodes {
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		servers = append(servers, natstest.Start(t, o))
+	}
+	_, js := natstest.Connect(t, servers[0])
+	require.Eventually(t, func() bool {
+		_, err := js.AccountInfo(t.Context())
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "JetStream cluster never came up")
+	backlog(t, js, md, 3)
+
+	names := map[string]string{headless + ":8222": servers[0].MonitorAddr().String()}
+	hosts := map[string]bool{headless + ":8222": true}
+	for i, s := range servers {
+		h := fmt.Sprintf("nats-%d.%s:8222", i, headless)
+		names[h], hosts[h] = s.MonitorAddr().String(), true
+	}
+	md["natsServerMonitoringEndpoint"] = headless + ":8222"
+	meta, err := kedaParse(md)
+	require.NoError(t, err)
+	var (
+		scaler *kedaScaler
+		lag    int64
+		asked  []string
+	)
+	require.Eventually(t, func() bool {
+		scaler = newKEDAScaler(meta, resolving(names))
+		lag, err = scaler.lag(t.Context())
+		asked = scaler.takeAsked()
+		return err == nil && lag == 25
+	}, 10*time.Second, 100*time.Millisecond, "the leader's lag: lag %d, error %v, asked %v", &lag, &err, &asked)
+
+	query := "?acc=%24G&config=true&consumers=true"
+	leaderURL := "http://" + scaler.leader + "." + headless + ":8222/jsz" + query
+	t.Logf("leader %s, asked %v", scaler.leader, asked)
+	require.GreaterOrEqual(t, len(asked), 4, "%v", asked)
+	assert.Equal(t, []string{"http://" + headless + ":8222/jsz" + query, "http://" + headless + ":8222/varz"}, asked[:2])
+	for i := 2; i+1 < len(asked); i += 2 {
+		u, err := url.Parse(asked[i])
+		require.NoError(t, err)
+		assert.True(t, hosts[u.Host], "%s: a host KEDA builds from connect_urls", asked[i])
+		assert.Equal(t, "/varz", u.Path, "a server's name first")
+		assert.Equal(t, "http://"+u.Host+"/jsz"+query, asked[i+1], "then its /jsz")
+	}
+	assert.Equal(t, leaderURL, asked[len(asked)-1], "the last asked is the leader")
+
+	lag, err = scaler.lag(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, int64(25), lag)
+	assert.Equal(t, []string{leaderURL}, scaler.takeAsked(), "the next poll asks the leader alone")
 }
