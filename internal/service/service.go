@@ -156,6 +156,12 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	ready.whyNot(func() string {
+		if !nc.IsConnected() {
+			return WhyDisconnected
+		}
+		return WhyStopped
+	})
 	ready.consuming(func() (bool, string) {
 		switch {
 		case !nc.IsConnected():
@@ -166,12 +172,6 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			return true, "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
 		}
 		return true, "ok"
-	})
-	ready.whyNot(func() string {
-		if !nc.IsConnected() {
-			return WhyDisconnected
-		}
-		return WhyStopped
 	})
 
 	lagCtx, stopLag := context.WithCancel(ctx)
