@@ -13,6 +13,10 @@ const (
 	defaultDownstreamTimeout = 5 * time.Second
 )
 
+// DefaultRealReplicas is stream.replicas when it is not given and nats.url
+// is: what --create-streams makes on a real server.
+const DefaultRealReplicas = 3
+
 // derive sets the settings whose valid range depends on another, when they
 // were not given (by the file, the environment or a flag), from the ones
 // that were: downstream.timeout < consumer.handler_timeout <
@@ -24,8 +28,14 @@ const (
 //     max(1/5 of it, 100ms) when downstream.timeout is given, and kept below a
 //     given ack_wait;
 //   - ack_wait: max(30s, 2 x handler_timeout);
-//   - downstream.timeout: min(5s, 5/6 handler_timeout).
+//   - downstream.timeout: min(5s, 5/6 handler_timeout);
+//   - stream.replicas: 3 when nats.url is set (a real server, whose copies
+//     are what billing rests on), 1 on the embedded server. One copy on a
+//     real server is only made when it is asked for.
 func (c *Config) derive(given func(yamlPath string) bool) {
+	if !given("stream.replicas") && c.NATS.URL != "" {
+		c.Stream.Replicas = DefaultRealReplicas
+	}
 	k, d := &c.Consumer, &c.Downstream
 	ack := k.AckWait
 	if !given("consumer.ack_wait") {

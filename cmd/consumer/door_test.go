@@ -66,7 +66,7 @@ func TestBinaryNeverLogsDownstreamSecrets(t *testing.T) {
 	require.NoError(t, os.WriteFile(token, []byte(doorSecret), 0o600))
 
 	p := proctest.Start(t, "consumer", binary, []string{"HOME=" + t.TempDir(), "CONSUMER_DOWNSTREAM_HEADERS=X-Tenant: north\nX-Api-Key: api-" + doorSecret},
-		"--log-format", "json", "--log-level", "debug", "--nats-url", s.ClientURL(), "--create-streams", "--downstream-url", down.URL, "--http-addr", "",
+		"--log-format", "json", "--log-level", "debug", "--nats-url", s.ClientURL(), "--create-streams", "--replicas", "1", "--downstream-url", down.URL, "--http-addr", "",
 		"--downstream-token-file", token)
 	httpAddr(t, p)
 	_, err := js.Publish(t.Context(), "meter.reads.north", []byte(`{"meter_id":"MTR-1","read_at":"2026-11-30T07:00:00Z","quantity":"1","unit":"kWh"}`))

@@ -25,11 +25,12 @@ var binary string
 
 func TestMain(m *testing.M) { proctest.Main(m, true, &binary) }
 
-// start runs the binary with JSON logs at debug and the given flags.
+// start runs the binary with JSON logs at debug, one replica (the test
+// servers are single nodes) and the given flags.
 func start(t *testing.T, args ...string) *proctest.Proc {
 	t.Helper()
 	return proctest.Start(t, "consumer", binary, []string{"HOME=" + t.TempDir()},
-		append([]string{"--log-format", "json", "--log-level", "debug"}, args...)...)
+		append([]string{"--log-format", "json", "--log-level", "debug", "--replicas", "1"}, args...)...)
 }
 
 // httpAddr waits for the "consuming" record and returns the HTTP address.

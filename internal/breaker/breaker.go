@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -40,7 +41,7 @@ type Options struct {
 	Probes       int           // calls let through when half-open (default 3)
 
 	Rand      retry.Source                       // jitter (default: seeded from the clock)
-	Now       func() time.Time                   // default time.Now
+	Clock     clock.Clock                        // the window runs on its monotonic clock (default clock.System())
 	OnChange  func(from, to State)               // called after each transition, outside the lock
 	AfterFunc func(time.Duration, func()) func() // timer (default time.AfterFunc); returns stop
 }
@@ -76,8 +77,8 @@ func (o *Options) defaults() error {
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.System()
 	}
 	if o.AfterFunc == nil {
 		o.AfterFunc = func(d time.Duration, f func()) func() {
@@ -111,7 +112,8 @@ type Breaker struct {
 }
 
 // bucket counts the calls of one Window/buckets slot of time; epoch is the
-// slot's index (UnixNano / width). Successes are counted without the lock.
+// slot's index (the monotonic clock's reading / width: a step of the wall
+// clock moves no slot). Successes are counted without the lock.
 type bucket struct {
 	epoch           atomic.Int64
 	calls, failures atomic.Int64
@@ -226,7 +228,7 @@ func (b *Breaker) free() {
 func (b *Breaker) Done(p Permit, failed bool) {
 	if !p.probe && (!p.fresh || !failed) && State(b.fast.Load()) == Closed {
 		if p.fresh {
-			b.count(b.o.Now(), false) // a success cannot open it
+			b.count(b.o.Clock.Mono(), false) // a success cannot open it
 		}
 		return
 	}
@@ -285,8 +287,8 @@ func (b *Breaker) width() int64 { return max(int64(b.o.Window/buckets), 1) }
 // count adds an outcome to the bucket of now. A bucket is reset when its
 // slot comes round again; a count racing that reset may be lost, which a
 // breaker can afford.
-func (b *Breaker) count(now time.Time, failed bool) {
-	idx := now.UnixNano() / b.width()
+func (b *Breaker) count(now time.Duration, failed bool) {
+	idx := int64(now) / b.width()
 	bk := &b.win[idx%buckets]
 	for {
 		e := bk.epoch.Load()
@@ -310,9 +312,9 @@ func (b *Breaker) count(now time.Time, failed bool) {
 
 // record counts an outcome in the window and opens when it must. Locked.
 func (b *Breaker) record(failed bool) (State, State) {
-	now := b.o.Now()
+	now := b.o.Clock.Mono()
 	b.count(now, failed)
-	idx := now.UnixNano() / b.width()
+	idx := int64(now) / b.width()
 	var calls, failures int64
 	for i := range b.win {
 		bk := &b.win[i]

@@ -10,23 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
+	fakeclock "github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // clock is a manual clock and timer.
 type clock struct {
+	*fakeclock.Fake
 	mu    sync.Mutex
-	now   time.Time
 	fire  func()
 	waits []time.Duration
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (c *clock) advance(d time.Duration) { c.Advance(d) }
 func (c *clock) AfterFunc(d time.Duration, f func()) func() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -44,12 +40,12 @@ type transition struct{ from, to breaker.State }
 
 func newBreaker(t *testing.T) (*breaker.Breaker, *clock, *[]transition) {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)}
+	c := &clock{Fake: fakeclock.NewFake(time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC))}
 	var mu sync.Mutex
 	var changes []transition
 	b, err := breaker.New(breaker.Options{
 		Window: 10 * time.Second, MinCalls: 10, FailureRatio: 0.5, CoolDown: 4 * time.Second,
-		MaxCoolDown: 16 * time.Second, Probes: 2, Rand: retry.NewRand(1), Now: c.Now, AfterFunc: c.AfterFunc,
+		MaxCoolDown: 16 * time.Second, Probes: 2, Rand: retry.NewRand(1), Clock: c, AfterFunc: c.AfterFunc,
 		OnChange: func(from, to breaker.State) {
 			mu.Lock()
 			changes = append(changes, transition{from, to})
@@ -242,4 +238,46 @@ func TestReleasedProbeIsNotASuccess(t *testing.T) {
 	assert.Equal(t, breaker.Closed, b.State())
 	b.Release(breaker.Permit{}) // a closed-state permit: nothing to give back
 	assert.Equal(t, breaker.Closed, b.State())
+}
+
+// TestAWallClockStepDoesNotBlindTheWindow: the window runs on the
+// monotonic clock. A step of the wall clock back by 30s or more after half
+// a minute of calls left every outcome in a slot "already gone" when the
+// window ran on the wall clock: the breaker could not open until the wall
+// clock caught up. Whatever the wall clock does, it opens after as many
+// fresh failures as without a step.
+func TestAWallClockStepDoesNotBlindTheWindow(t *testing.T) {
+	failuresToOpen := func(t *testing.T, step time.Duration) int {
+		b, c, _ := newBreaker(t)
+		// Half a minute of successes fills every slot of the window.
+		for range 30 {
+			call(t, b, false)
+			c.advance(time.Second)
+		}
+		c.Step(step)
+		for i := 1; i <= 100; i++ {
+			call(t, b, true)
+			c.advance(10 * time.Millisecond)
+			if b.State() == breaker.Open {
+				return i
+			}
+		}
+		return -1
+	}
+	want := failuresToOpen(t, 0)
+	require.Positive(t, want)
+	tests := []struct {
+		name string
+		step time.Duration
+	}{
+		{"back 30s", -30 * time.Second},
+		{"back a minute", -time.Minute},
+		{"back an hour", -time.Hour},
+		{"forward an hour", time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, want, failuresToOpen(t, tt.step))
+		})
+	}
 }

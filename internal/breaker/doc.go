@@ -20,6 +20,9 @@
 // that returns in a later round decides nothing. Release gives back a permit
 // whose call ended without an answer (a shutdown), without deciding.
 //
+// The window runs on the monotonic clock of Options.Clock: a step of the
+// wall clock neither empties it nor leaves it blind.
+//
 // A Breaker is safe for concurrent use. Acquire returns the context's error
 // when it ends while waiting.
 package breaker

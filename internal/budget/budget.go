@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/clock"
 )
 
 // Options configures a Budget.
@@ -11,7 +13,7 @@ type Options struct {
 	Ratio        float64       // retries per first attempt over the window (default 0.1)
 	MinPerSecond float64       // retries allowed however few the first attempts (default 1)
 	Window       time.Duration // the sliding window (default 10s)
-	Now          func() time.Time
+	Clock        clock.Clock   // the window runs on its monotonic clock (default clock.System())
 }
 
 const slots = 10
@@ -40,8 +42,8 @@ func New(o Options) (*Budget, error) {
 	if o.Window <= 0 {
 		o.Window = 10 * time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.System()
 	}
 	if o.Ratio < 0 || o.MinPerSecond < 0 {
 		return nil, fmt.Errorf("budget: ratio (%v) and min per second (%v) must be >= 0", o.Ratio, o.MinPerSecond)
@@ -52,8 +54,8 @@ func New(o Options) (*Budget, error) {
 func (b *Budget) width() int64 { return max(int64(b.o.Window/slots), 1) }
 
 // current returns the slot of now, emptied if it held an older epoch. Locked.
-func (b *Budget) current(now time.Time) *slot {
-	e := now.UnixNano() / b.width()
+func (b *Budget) current(now time.Duration) *slot {
+	e := int64(now) / b.width()
 	s := &b.slots[e%slots]
 	if s.epoch != e {
 		*s = slot{epoch: e}
@@ -64,7 +66,7 @@ func (b *Budget) current(now time.Time) *slot {
 // First records a first attempt.
 func (b *Budget) First() {
 	b.mu.Lock()
-	b.current(b.o.Now()).firsts++
+	b.current(b.o.Clock.Mono()).firsts++
 	b.mu.Unlock()
 }
 
@@ -73,7 +75,7 @@ func (b *Budget) First() {
 // counts if the budget must be enforced soon after.
 func (b *Budget) Spend() {
 	b.mu.Lock()
-	b.current(b.o.Now()).retries++
+	b.current(b.o.Clock.Mono()).retries++
 	b.mu.Unlock()
 }
 
@@ -84,8 +86,8 @@ func (b *Budget) Window() time.Duration { return b.o.Window }
 func (b *Budget) Allow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.o.Now()
-	e := now.UnixNano() / b.width()
+	now := b.o.Clock.Mono()
+	e := int64(now) / b.width()
 	var firsts, retries float64
 	for _, s := range b.slots {
 		if e-s.epoch < slots {

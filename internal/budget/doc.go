@@ -10,5 +10,8 @@
 // whatever the failure rate. A retry over the budget is not thrown away: the
 // caller holds it and asks again later.
 //
+// Its window runs on the monotonic clock of Options.Clock: a step of the
+// wall clock neither empties it nor keeps stale slots in it.
+//
 // A Budget is safe for concurrent use.
 package budget

@@ -1,10 +1,14 @@
 // Package dlq builds and publishes the dead-letter copy of a meter read.
 //
 // A copy is the original payload, byte for byte, published with JetStream to
-// "<prefix>.<original subject>" under the message id "dlq:<stream>:<seq>",
-// so a crash between the copy and the TERM of the original, followed by a
-// redelivery within the dead-letter stream's duplicate window, never yields
-// a second copy; past the window, Stored finds the copy by its provenance.
+// "<prefix>.<original subject>" under the message id
+// "dlq:<stream>:<seq>:<stream timestamp, Unix ns>" (MsgID), so a crash
+// between the copy and the TERM of the original, followed by a redelivery
+// within the dead-letter stream's duplicate window, never yields a second
+// copy, while a read at a sequence an earlier read of a deleted stream had
+// gets a copy of its own; past the window, Stored finds the copy by its
+// provenance (stream, sequence and Dlq-Published-At), and deletes the
+// consumer it read with.
 // The original headers are kept, except those nats-server acts on
 // (ServerHeader: every Nats-* header and KV-Operation), which would make the
 // dead-letter stream refuse, expire or roll up the copy; their names go in

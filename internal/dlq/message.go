@@ -79,9 +79,17 @@ type Entry struct {
 // Subject returns the dead-letter subject of an original subject.
 func Subject(prefix, original string) string { return prefix + "." + original }
 
-// MsgID returns the message id that makes a copy idempotent.
-func MsgID(stream string, seq uint64) string {
-	return "dlq:" + stream + ":" + strconv.FormatUint(seq, 10)
+// MsgID returns the message id that makes a copy idempotent:
+// "dlq:<stream>:<seq>:<published>", published being the original's stream
+// timestamp in Unix nanoseconds, so that a read stored at a sequence an
+// earlier read had (the stream was deleted and re-created) gets a copy of
+// its own. A zero publishedAt (not a delivery) leaves it off.
+func MsgID(stream string, seq uint64, publishedAt time.Time) string {
+	id := "dlq:" + stream + ":" + strconv.FormatUint(seq, 10)
+	if publishedAt.IsZero() {
+		return id
+	}
+	return id + ":" + strconv.FormatInt(publishedAt.UnixNano(), 10)
 }
 
 // Build returns the dead-letter message for e, stamped as dead-lettered at now.
@@ -117,7 +125,7 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 	set(HeaderDeliveries, strconv.FormatUint(e.Deliveries, 10))
 	set(HeaderPublishedAt, e.PublishedAt.UTC().Format(time.RFC3339Nano))
 	set(HeaderDeadLetteredAt, now.UTC().Format(time.RFC3339Nano))
-	set(nats.MsgIdHdr, MsgID(e.Stream, e.Sequence))
+	set(nats.MsgIdHdr, MsgID(e.Stream, e.Sequence, e.PublishedAt))
 	return &nats.Msg{Subject: Subject(prefix, e.Subject), Header: h, Data: e.Data}
 }
 

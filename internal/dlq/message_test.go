@@ -50,7 +50,7 @@ func TestBuildKeepsPayloadAndHeaders(t *testing.T) {
 		"Dlq-Deliveries":       {"3"},
 		"Dlq-Published-At":     {"2026-11-30T06:00:00.000000123Z"},
 		"Dlq-Dead-Lettered-At": {"2026-11-30T07:05:00.000000456Z"},
-		"Nats-Msg-Id":          {"dlq:METER_READS:42"},
+		"Nats-Msg-Id":          {"dlq:METER_READS:42:1796018400000000123"},
 		"Dlq-Dropped-Headers": {"Nats-Batch-Id,Nats-Batch-Sequence,Nats-Expected-Last-Sequence,Nats-Expected-Stream," +
 			"Nats-Rollup,Nats-Schedule,Nats-Schedule-Target,Nats-TTL"},
 	}
@@ -87,7 +87,7 @@ func ExampleBuild() {
 	m := dlq.Build("meter.dlq", dlq.Entry{
 		Reason: dlq.ReasonExhausted, Cause: "http_503", Err: errors.New("downstream answered 503"),
 		Stream: "METER_READS", Consumer: "meter-consumer", Subject: "meter.reads.north",
-		Sequence: 7, Deliveries: 6, Data: []byte(`{}`),
+		Sequence: 7, Deliveries: 6, PublishedAt: time.Date(2026, 11, 30, 6, 59, 0, 0, time.UTC), Data: []byte(`{}`),
 	}, time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC))
 	fmt.Println(m.Subject)
 	for _, h := range []string{"Dlq-Reason", "Dlq-Cause", "Dlq-Deliveries", "Nats-Msg-Id"} {
@@ -98,5 +98,5 @@ func ExampleBuild() {
 	// Dlq-Reason: exhausted
 	// Dlq-Cause: http_503
 	// Dlq-Deliveries: 6
-	// Nats-Msg-Id: dlq:METER_READS:7
+	// Nats-Msg-Id: dlq:METER_READS:7:1796021940000000000
 }

@@ -126,14 +126,56 @@ func TestStoredFindsACopy(t *testing.T) {
 
 	found, err := p.Stored(t.Context(), dlq.Entry{Stream: "METER_READS", Subject: "meter.reads.north", Sequence: 150}, from, to)
 	require.NoError(t, err)
-	assert.False(t, found, "same sequence, other stream")
+	assert.False(t, found.Copy, "same sequence, other stream")
 	found, err = p.Stored(t.Context(), dlq.Entry{Stream: "METER_READS", Subject: "meter.reads.north", Sequence: 299}, from, to)
 	require.NoError(t, err)
-	assert.True(t, found)
+	assert.True(t, found.Copy)
 	found, err = p.Stored(t.Context(), dlq.Entry{Stream: "METER_READS", Subject: "meter.reads.south", Sequence: 299}, from, to)
 	require.NoError(t, err)
-	assert.False(t, found, "another subject")
+	assert.False(t, found.Copy, "another subject")
 	found, err = p.Stored(t.Context(), dlq.Entry{Stream: "METER_READS", Subject: "meter.reads.north", Sequence: 299}, to, to.Add(time.Minute))
 	require.NoError(t, err)
-	assert.False(t, found, "stored before the span")
+	assert.False(t, found.Copy, "stored before the span")
+	assert.Empty(t, lookupConsumers(t, js), "every look-up's consumer is deleted after use")
+}
+
+// A copy of another read at the same stream and sequence (stored before the
+// stream was deleted and re-created) is not the read's copy: the read is
+// told apart by its stream timestamp, on the copy's Dlq-Published-At and in
+// its message id.
+func TestStoredTellsReadsAtOneSequenceApart(t *testing.T) {
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	dlqStream(t, js, 0)
+	p := dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: "meter.dlq", Stream: "METER_READS_DLQ"})
+	from := time.Now().Add(-time.Minute)
+	before := dlq.Entry{Stream: "METER_READS", Subject: "meter.reads.north", Sequence: 1, PublishedAt: time.Date(2026, 11, 30, 6, 0, 0, 1, time.UTC)}
+	after := before
+	after.PublishedAt = before.PublishedAt.Add(time.Hour)
+	require.NoError(t, p.Publish(t.Context(), before))
+	to := time.Now().Add(time.Minute)
+
+	found, err := p.Stored(t.Context(), after, from, to)
+	require.NoError(t, err)
+	assert.Equal(t, dlq.Found{Others: 1}, found, "the earlier read's copy is not the later read's")
+	require.NoError(t, p.Publish(t.Context(), after))
+	found, err = p.Stored(t.Context(), after, from, to)
+	require.NoError(t, err)
+	assert.True(t, found.Copy, "the later read's copy is a copy of its own, not a duplicate")
+	found, err = p.Stored(t.Context(), before, from, to)
+	require.NoError(t, err)
+	assert.True(t, found.Copy)
+	assert.Empty(t, lookupConsumers(t, js))
+}
+
+// lookupConsumers lists the consumers of the dead-letter stream.
+func lookupConsumers(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	st, err := js.Stream(t.Context(), "METER_READS_DLQ")
+	require.NoError(t, err)
+	var names []string
+	for n := range st.ConsumerNames(t.Context()).Name() {
+		names = append(names, n)
+	}
+	return names
 }

@@ -125,7 +125,7 @@ func TestListJSON(t *testing.T) {
 	headers := first["headers"].(map[string]any)
 	assert.Equal(t, []any{"he-7", "he-8"}, headers["X-Head-End"])
 	assert.Equal(t, []any{"he-1"}, headers["Dlq-Original-Msg-Id"])
-	assert.Equal(t, []any{"dlq:METER_READS:101"}, headers["Nats-Msg-Id"])
+	assert.Equal(t, []any{"dlq:METER_READS:101:1796011140000000000"}, headers["Nats-Msg-Id"])
 
 	invalid := rows[2]
 	assert.EqualValues(t, 3, invalid["seq"])

@@ -289,6 +289,10 @@ func (r *replayer) fullRead(e Entry) ([]byte, error) {
 	if size := e.Header.Get(dlq.HeaderOriginalSize); size != strconv.Itoa(len(m.Data)) || m.Subject != e.Subject {
 		return nil, fmt.Errorf("truncated copy; %s at sequence %d is %d bytes on %s, not the %s-byte read of %s", src, n, len(m.Data), m.Subject, size, e.Subject)
 	}
+	if !e.PublishedAt.IsZero() && !m.Time.Equal(e.PublishedAt) {
+		return nil, fmt.Errorf("truncated copy; %s at sequence %d is another read, stored %s, not at %s (the stream was re-created)",
+			src, n, m.Time.UTC().Format(time.RFC3339Nano), e.PublishedAt.UTC().Format(time.RFC3339Nano))
+	}
 	return m.Data, nil
 }
 

@@ -399,3 +399,28 @@ func TestReplayOfATruncatedCopyUsesTheFullRead(t *testing.T) {
 	assert.Empty(t, msgs[1].Header.Get(dlq.HeaderTruncated))
 	assert.Equal(t, []uint64{2}, e.seqs(e.dlq))
 }
+
+// After the source stream was deleted and re-created, the read at a
+// truncated copy's Dlq-Sequence is another read, even of the same size and
+// subject: its stream timestamp is not the copy's Dlq-Published-At, so it
+// is not replayed in the copy's place.
+func TestReplayOfATruncatedCopyDoesNotTakeAnotherReadAtItsSequence(t *testing.T) {
+	e := newEnv(t)
+	full := append(payload("MTR-9"), bytes.Repeat([]byte(" "), 2000)...)
+	ack, err := e.js.Publish(t.Context(), "meter.reads.north", full)
+	require.NoError(t, err)
+	m := dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Cause: "http_422", Stream: srcName,
+		Subject: "meter.reads.north", Sequence: ack.Sequence, PublishedAt: base, Data: full}, base)
+	truncated, err := dlq.Fit(m, 1500)
+	require.NoError(t, err)
+	require.True(t, truncated)
+	_, err = e.js.PublishMsg(t.Context(), m)
+	require.NoError(t, err)
+
+	sum, err := e.ops.Replay(t.Context(), dlqops.ReplayOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dlqops.ReplaySummary{Selected: 1, Failed: 1}, sum)
+	assert.Contains(t, e.out.String(), "is another read, stored ")
+	assert.Len(t, e.sourceMsgs(), 1, "nothing replayed")
+	assert.Equal(t, []uint64{1}, e.seqs(e.dlq), "the copy is kept")
+}

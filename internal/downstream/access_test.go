@@ -82,7 +82,7 @@ func tokenSink(t *testing.T, srv *httptest.Server, sec *secret, clk *clock, log 
 		Access: downstream.Access{TokenFile: sec.path("token"), CAFile: caOf(t, srv), ReloadInterval: 10 * time.Second},
 		Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	h, err := downstream.NewHTTP(downstream.WithClock(o, clk.Now))
+	h, err := downstream.NewHTTP(downstream.WithClock(o, clk.Mono))
 	require.NoError(t, err)
 	return h
 }
@@ -255,7 +255,7 @@ func TestClientCertificateIsReadAgainWhenItChanges(t *testing.T) {
 	o := downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second,
 		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key")},
 		Logger: slog.New(slog.NewJSONHandler(&log, nil))}
-	h, err := downstream.NewHTTP(downstream.WithClock(o, clk.Now))
+	h, err := downstream.NewHTTP(downstream.WithClock(o, clk.Mono))
 	require.NoError(t, err)
 
 	require.NoError(t, h.Deliver(t.Context(), mustRead(t)))

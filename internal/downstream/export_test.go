@@ -2,8 +2,8 @@ package downstream
 
 import "time"
 
-// WithClock sets the clock of the reload checks, for tests.
-func WithClock(o HTTPOptions, now func() time.Time) HTTPOptions {
-	o.now = now
+// WithClock sets the monotonic clock of the reload checks, for tests.
+func WithClock(o HTTPOptions, mono func() time.Duration) HTTPOptions {
+	o.mono = mono
 	return o
 }

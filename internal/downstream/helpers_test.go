@@ -164,6 +164,13 @@ func (c *clock) Now() time.Time {
 	return c.now
 }
 
+// Mono is the time since the clock's start.
+func (c *clock) Mono() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now.Sub(time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC))
+}
+
 func (c *clock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/version"
 )
@@ -54,8 +55,9 @@ type HTTPOptions struct {
 	// Logger receives the lines about the token file and the client
 	// certificate being read again (never their content); nil discards them.
 	Logger *slog.Logger
-	// now is the clock of the reload checks; nil is time.Now.
-	now func() time.Time
+	// mono is the monotonic clock of the reload checks; nil is
+	// clock.System().Mono.
+	mono func() time.Duration
 }
 
 // HTTP posts reads to a URL.
@@ -92,8 +94,8 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.now == nil {
-		o.now = time.Now
+	if o.mono == nil {
+		o.mono = clock.System().Mono
 	}
 	a := o.Access
 	if a.ReloadInterval <= 0 {
@@ -105,7 +107,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	}
 	if a.TokenFile != "" {
 		h.token, err = newReloaded("downstream token file", []string{a.TokenFile}, a.ReloadInterval,
-			func() (string, error) { return ReadTokenFile(a.TokenFile) }, o.now, o.Logger)
+			func() (string, error) { return ReadTokenFile(a.TokenFile) }, o.mono, o.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("downstream token: %w", err)
 		}
@@ -119,7 +121,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		c := *o.Client
 		client = &c
 	case a.tls():
-		tc, err := h.tlsConfig(a, o.now, o.Logger)
+		tc, err := h.tlsConfig(a, o.mono, o.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +138,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 
 // tlsConfig returns the client side of TLS that a asks for: a CA pool in
 // place of the system's, a client certificate read again when it changes.
-func (h *HTTP) tlsConfig(a Access, now func() time.Time, log *slog.Logger) (*tls.Config, error) {
+func (h *HTTP) tlsConfig(a Access, mono func() time.Duration, log *slog.Logger) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if a.CAFile != "" {
 		pool, err := LoadCAFile(a.CAFile)
@@ -149,7 +151,7 @@ func (h *HTTP) tlsConfig(a Access, now func() time.Time, log *slog.Logger) (*tls
 	case a.CertFile != "" && a.KeyFile != "":
 		var err error
 		h.cert, err = newReloaded("downstream client certificate", []string{a.CertFile, a.KeyFile}, a.ReloadInterval,
-			func() (tls.Certificate, error) { return LoadClientCert(a.CertFile, a.KeyFile) }, now, log)
+			func() (tls.Certificate, error) { return LoadClientCert(a.CertFile, a.KeyFile) }, mono, log)
 		if err != nil {
 			return nil, fmt.Errorf("downstream TLS: %w", err)
 		}

@@ -19,11 +19,11 @@ type reloaded[T any] struct {
 	paths []string
 	load  func() (T, error)
 	every time.Duration
-	now   func() time.Time
+	mono  func() time.Duration // the monotonic clock: a step of the wall clock delays no check
 	log   *slog.Logger
 
 	cur atomic.Pointer[T]
-	due atomic.Int64 // UnixNano of the next check; 0 checks at the next Get
+	due atomic.Int64 // the monotonic reading of the next check; 0 checks at the next Get
 
 	mu      sync.Mutex // held by the one caller that checks
 	stamps  []fileStamp
@@ -32,8 +32,8 @@ type reloaded[T any] struct {
 
 // newReloaded loads the value a first time: its error is the caller's.
 func newReloaded[T any](what string, paths []string, every time.Duration, load func() (T, error),
-	now func() time.Time, log *slog.Logger) (*reloaded[T], error) {
-	r := &reloaded[T]{what: what, paths: paths, load: load, every: every, now: now, log: log}
+	mono func() time.Duration, log *slog.Logger) (*reloaded[T], error) {
+	r := &reloaded[T]{what: what, paths: paths, load: load, every: every, mono: mono, log: log}
 	stamps, _ := stampAll(paths) // a file that cannot be stat'ed cannot be loaded either
 	v, err := load()
 	if err != nil {
@@ -41,13 +41,13 @@ func newReloaded[T any](what string, paths []string, every time.Duration, load f
 	}
 	r.cur.Store(&v)
 	r.stamps = stamps
-	r.due.Store(now().Add(every).UnixNano())
+	r.due.Store(int64(mono() + every))
 	return r, nil
 }
 
 // Get returns the current value, checking the files first when due.
 func (r *reloaded[T]) Get() T {
-	if r.now().UnixNano() >= r.due.Load() && r.mu.TryLock() {
+	if int64(r.mono()) >= r.due.Load() && r.mu.TryLock() {
 		r.check()
 		r.mu.Unlock()
 	}
@@ -60,7 +60,7 @@ func (r *reloaded[T]) CheckSoon() { r.due.Store(0) }
 
 // check runs with mu held.
 func (r *reloaded[T]) check() {
-	r.due.Store(r.now().Add(r.every).UnixNano())
+	r.due.Store(int64(r.mono() + r.every))
 	stamps, err := stampAll(r.paths)
 	if err == nil && slices.Equal(stamps, r.stamps) {
 		if r.failing { // back as it was

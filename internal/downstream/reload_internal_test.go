@@ -13,13 +13,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/clock"
 )
 
 func TestReloadedLogsOnceAndRecovers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "value")
 	require.NoError(t, os.WriteFile(path, []byte("one"), 0o600))
-	now := time.Unix(0, 0)
-	clk := func() time.Time { return now }
+	var now time.Duration
+	clk := func() time.Duration { return now }
 	var buf bytes.Buffer
 	loads := 0
 	r, err := newReloaded("test file", []string{path}, time.Second, func() (string, error) {
@@ -43,7 +45,7 @@ func TestReloadedLogsOnceAndRecovers(t *testing.T) {
 	}
 	for _, st := range steps {
 		st.act()
-		now = now.Add(time.Second)
+		now += time.Second
 		assert.Equal(t, st.want, r.Get(), st.name)
 		assert.Equal(t, st.wantLoads, loads, st.name)
 	}
@@ -56,7 +58,7 @@ func TestReloadedLogsOnceAndRecovers(t *testing.T) {
 func TestReloadedFirstLoadError(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := newReloaded("test file", []string{"/nonexistent"}, time.Second,
-		func() (int, error) { return 0, boom }, time.Now, slog.New(slog.DiscardHandler))
+		func() (int, error) { return 0, boom }, clock.System().Mono, slog.New(slog.DiscardHandler))
 	assert.ErrorIs(t, err, boom)
 }
 
@@ -69,7 +71,7 @@ func TestReloadedConcurrentGet(t *testing.T) {
 	r, err := newReloaded("test file", []string{path}, time.Nanosecond, func() (string, error) {
 		b, err := os.ReadFile(path)
 		return string(b), err
-	}, time.Now, slog.New(slog.DiscardHandler))
+	}, clock.System().Mono, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
@@ -98,4 +100,23 @@ func TestReloadedConcurrentGet(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	require.Eventually(t, func() bool { return r.Get() == "v"+strings.Repeat("x", 50) }, 5*time.Second, time.Millisecond)
+}
+
+// TestReloadedChecksWhateverTheWallClockDoes: the checks are due on the
+// monotonic clock. Due on the wall clock (UnixNano, as before), a step
+// back of an hour delayed every check by an hour: a rotated token was not
+// read again.
+func TestReloadedChecksWhateverTheWallClockDoes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "value")
+	require.NoError(t, os.WriteFile(path, []byte("one"), 0o600))
+	clk := clock.NewFake(time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC))
+	r, err := newReloaded("test file", []string{path}, time.Second, func() (string, error) {
+		b, err := os.ReadFile(path)
+		return string(b), err
+	}, clk.Mono, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	clk.Step(-time.Hour)
+	require.NoError(t, os.WriteFile(path, []byte("two!"), 0o600))
+	clk.Advance(2 * time.Second)
+	assert.Equal(t, "two!", r.Get())
 }

@@ -15,36 +15,45 @@ type rounds struct {
 	window    time.Duration
 	tolerance float64
 	rise      time.Duration
+	span      time.Duration // the least a queue lasts
 
 	samples  []time.Duration
-	start    time.Time
+	start    time.Duration // the monotonic clock's reading at the round's first sample
 	last     time.Duration // the last round's median
 	baseline time.Duration
-	streak   int // queued rounds in a row
+	// floor follows the rounds' 10th percentiles as baseline follows their
+	// medians: the engine's quickest usual answers, below which a shed was
+	// refused before any work was done.
+	floor  time.Duration
+	streak int           // queued rounds in a row
+	since  time.Duration // the start of the first of them
 }
 
 // add adds a sample and reports whether it closed a round that confirms a
 // queue (the third queued round in a row, or any after it).
-func (r *rounds) add(now time.Time, d time.Duration) bool {
+func (r *rounds) add(now, d time.Duration) bool {
 	if len(r.samples) == 0 {
 		r.start = now
 	}
 	r.samples = append(r.samples, d)
-	long := now.Sub(r.start) >= 2*r.baseline
+	long := (now - r.start) >= 2*r.baseline
 	if len(r.samples) < maxSamples && (len(r.samples) < r.min || !long) {
 		return false
 	}
 	slices.Sort(r.samples)
-	m := r.samples[len(r.samples)/2]
-	took := now.Sub(r.start)
+	m, p10 := r.samples[len(r.samples)/2], r.samples[len(r.samples)/10]
+	took := (now - r.start)
 	r.samples = r.samples[:0]
 	r.last = m
 	if r.baseline == 0 {
-		r.baseline = m
+		r.baseline, r.floor = m, p10
 		return false
 	}
 	base := r.baseline
 	if float64(m) > r.tolerance*float64(base) && m-base >= r.rise {
+		if r.streak == 0 {
+			r.since = r.start
+		}
 		r.streak++
 	} else {
 		r.streak = 0
@@ -57,8 +66,15 @@ func (r *rounds) add(now time.Time, d time.Duration) bool {
 		a = min(4*a, 1)
 	}
 	r.baseline = base + time.Duration(a*float64(m-base))
-	return r.streak >= 3
+	r.floor += time.Duration(a * float64(p10-r.floor))
+	return r.queued(now)
 }
 
-// queued reports a queue: the last three rounds or more were queued.
-func (r *rounds) queued() bool { return r.streak >= 3 }
+// rising reports three queued rounds in a row or more, however short: the
+// limit must not grow meanwhile.
+func (r *rounds) rising() bool { return r.streak >= 3 }
+
+// queued reports a queue: the last three rounds or more were queued, over
+// at least span (a pause of the process, a burst of its own work, is not
+// the engine's queue).
+func (r *rounds) queued(now time.Duration) bool { return r.streak >= 3 && now-r.since >= r.span }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -41,6 +42,11 @@ type Call struct {
 	// Quota: the shed was a 429, a quota of the caller (an account over
 	// its rate): never taken for a fast load shed, however fast.
 	Quota bool
+	// InFlight is the concurrency the call was made at: the replica's limit
+	// on calls in flight then; 0 if unknown (its sheds are then all taken
+	// for load). The limit, not the calls in flight at the moment: sheds
+	// answered at once empty the calls in flight as fast as they fill them.
+	InFlight int
 }
 
 // Feedback is what one call means for the replica.
@@ -48,7 +54,8 @@ type Feedback struct {
 	// Queued: the call closed a latency round that confirms a queue; the
 	// limit comes down a little, once per round.
 	Queued bool
-	// Hold: the latency shows a queue; the limit must not grow.
+	// Hold: the latency rises (three rounds in a row, however short); the
+	// limit must not grow.
 	Hold bool
 	// Overloaded is the verdict after the call.
 	Overloaded bool
@@ -68,20 +75,29 @@ type Options struct {
 	ShedShare     float64       // shed share past which a shed is the engine's, not the read's (default 0.3)
 	OverloadShare float64       // shed share past which the engine is overloaded (default 0.5)
 	// FastShare is the share of calls shed fast (answered in under half the
-	// latency baseline: refused before any work was done, as a load shedder
-	// does) past which the engine is overloaded (default 0.05).
+	// engine's quickest usual answers, the 10th percentile of its
+	// latencies: refused before any work was done, as a load shedder does)
+	// past which the engine is overloaded (default 0.05).
 	FastShare float64
+	// LeastInFlight is the fewest calls the replica may have in flight (the
+	// limit's minimum; default 1): the shed share at that concurrency is
+	// the reads' own, since it cannot be relieved by fewer calls.
+	LeastInFlight int
 
 	Tolerance      float64       // a round's median over the baseline that is a queue (default 1.5)
 	MinRise        time.Duration // and by at least this much (default 2ms)
 	MinSamples     int           // latency samples of a round (default 48)
 	BaselineWindow time.Duration // the baseline's time constant going up (default 10s)
+	// QueueFor is how long queued rounds must last, three or more in a row,
+	// before they are a queue (default 500ms): the process's own pauses (a GC,
+	// a busy CPU) lift a few rounds, an engine's queue lasts.
+	QueueFor time.Duration
 
 	ThrottleReads int           // distinct reads with Retry-After in Window for a pause (default 3)
 	MaxPause      time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
 
-	Rand retry.Source     // jitter of pauses (default: seeded from the clock)
-	Now  func() time.Time // default time.Now
+	Rand  retry.Source // jitter of pauses (default: seeded from the clock)
+	Clock clock.Clock  // its monotonic clock times every window (default clock.System())
 }
 
 func (o *Options) defaults() error {
@@ -112,6 +128,12 @@ func (o *Options) defaults() error {
 	if o.BaselineWindow <= 0 {
 		o.BaselineWindow = 10 * time.Second
 	}
+	if o.LeastInFlight <= 0 {
+		o.LeastInFlight = 1
+	}
+	if o.QueueFor <= 0 {
+		o.QueueFor = 500 * time.Millisecond
+	}
 	if o.ThrottleReads <= 0 {
 		o.ThrottleReads = 3
 	}
@@ -128,8 +150,8 @@ func (o *Options) defaults() error {
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.System()
 	}
 	return nil
 }
@@ -140,6 +162,8 @@ type View struct {
 
 	mu       sync.Mutex
 	shares   shares
+	bands    bands
+	band     int // of the last call (-1: unknown)
 	latency  rounds
 	throttle throttle
 }
@@ -149,8 +173,8 @@ func New(o Options) (*View, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &View{o: o, shares: shares{window: o.Window},
-		latency:  rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise},
+	return &View{o: o, shares: shares{window: o.Window}, band: -1,
+		latency:  rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise, span: o.QueueFor},
 		throttle: throttle{window: o.Window, reads: o.ThrottleReads}}, nil
 }
 
@@ -166,50 +190,76 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
-	fast := c.Answer == Shed && !c.Quota && v.latency.baseline > 0 && c.Latency < v.latency.baseline/2
-	v.shares.add(now, weight(c.Failures), c.Answer == Shed, fast)
+	now := v.o.Clock.Mono()
+	// A shed is fast under half the floor, and only where that is a real
+	// difference (an engine on loopback answers everything at once).
+	fast := c.Answer == Shed && !c.Quota && v.latency.floor/2 >= v.o.MinRise && c.Latency < v.latency.floor/2
+	w, shed := weight(c.Failures), c.Answer == Shed
+	v.shares.add(now, w, shed, fast)
+	v.band = -1
+	if c.InFlight > 0 {
+		v.band = band(c.InFlight)
+		v.bands.add(v.band, w, shed, fast)
+	}
 	var fb Feedback
 	if c.Answer == Served || c.Answer == Refused {
 		fb.Queued = v.latency.add(now, c.Latency)
 	}
-	fb.Hold = v.latency.queued()
+	fb.Hold = v.latency.rising()
 	fb.Overloaded = v.overloaded(now)
-	fb.ShedShare, _, _ = v.shares.share(now, v.o.MinWeight)
+	fb.ShedShare, _, _, _ = v.shares.share(now, v.o.MinWeight)
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
-		if wait > 0 && fb.Overloaded && !now.Before(v.throttle.until) {
+		if wait > 0 && fb.Overloaded && now >= v.throttle.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
-			v.throttle.until = now.Add(fb.Pause)
+			v.throttle.until = now + fb.Pause
 		}
 	}
 	return fb
 }
 
+// loads is the shed and fast-shed shares over Window that answer to
+// concurrency: in excess of those of fewer calls in flight. Where retries
+// are most of the weight, only fast sheds count: retries are the reads
+// chosen by their own failures (at the end of a backlog the reads that
+// always fail are all that is left), and only a refusal before any work
+// says that the engine, not the read, turned them away. Locked.
+func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
+	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight)
+	bg, bgFast := v.bands.background(v.band, band(v.o.LeastInFlight), shed, fast)
+	shed, fast = excess(shed, bg), excess(fast, bgFast)
+	if retries {
+		shed = fast
+	}
+	return shed, fast, ok
+}
+
 // overloaded is the verdict at now. Locked.
-func (v *View) overloaded(now time.Time) bool {
-	shed, fast, ok := v.shares.share(now, v.o.MinWeight)
-	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.latency.queued()
+func (v *View) overloaded(now time.Duration) bool {
+	shed, fast, ok := v.loads(now)
+	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.latency.queued(now)
 }
 
 // Overloaded reports whether the engine is overloaded: at least
 // OverloadShare of the calls' weight shed over Window, or FastShare shed
-// fast, or its latency shows a queue.
+// fast, each in excess of the share shed at fewer calls in flight; or its
+// latency shows a queue.
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.overloaded(v.o.Now())
+	return v.overloaded(v.o.Clock.Mono())
 }
 
 // Shedding reports whether the engine sheds broadly, so that a shed says
 // nothing about its read: at least ShedShare of the calls' weight shed over
-// Window, or the engine overloaded.
+// Window in excess of the share shed at fewer calls in flight, or the
+// engine overloaded.
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
-	share, _, ok := v.shares.share(now, v.o.MinWeight)
+	now := v.o.Clock.Mono()
+	share, _, ok := v.loads(now)
 	return (ok && share >= v.o.ShedShare) || v.overloaded(now)
 }
 
@@ -226,8 +276,8 @@ type Snapshot struct {
 func (v *View) Snapshot() Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Now()
-	share, _, _ := v.shares.share(now, v.o.MinWeight)
+	now := v.o.Clock.Mono()
+	share, _, _, _ := v.shares.share(now, v.o.MinWeight)
 	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
-		Queued: v.latency.queued(), Overloaded: v.overloaded(now)}
+		Queued: v.latency.queued(now), Overloaded: v.overloaded(now)}
 }

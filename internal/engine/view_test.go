@@ -3,34 +3,26 @@ package engine_test
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	fakeclock "github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // clock is a manual clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type clock struct{ *fakeclock.Fake }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (c *clock) advance(d time.Duration) { c.Advance(d) }
 
 func newView(t *testing.T, o engine.Options) (*engine.View, *clock) {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)}
-	o.Now = c.Now
+	c := &clock{fakeclock.NewFake(time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC))}
+	o.Clock = c
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(1)
 	}
@@ -99,8 +91,8 @@ func TestAQueueShowsInTheMedian(t *testing.T) {
 	s := v.Snapshot()
 	assert.InDelta(t, 10*time.Millisecond, s.Baseline, float64(time.Millisecond))
 
-	q, held := serve(v, c, 200, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
-	assert.Positive(t, q, "a tripled latency is a queue")
+	q, held := serve(v, c, 400, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
+	assert.Positive(t, q, "a tripled latency for 1.5s is a queue")
 	assert.Positive(t, held)
 	assert.True(t, v.Overloaded())
 	assert.True(t, v.Snapshot().Queued)
@@ -120,6 +112,20 @@ func TestOneSlowRoundIsNoQueue(t *testing.T) {
 	assert.Zero(t, q)
 	assert.Zero(t, held)
 	serve(v, c, 100, 4, at(10*time.Millisecond))
+	assert.False(t, v.Overloaded())
+}
+
+// A burst of slow rounds shorter than QueueFor (a GC, a busy CPU of the
+// replica's own) holds the limit but is no queue.
+func TestABriefRiseIsNoQueue(t *testing.T) {
+	v, c := newView(t, engine.Options{})
+	at := func(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+	serve(v, c, 2000, 8, at(10*time.Millisecond))
+	q, held := serve(v, c, 200, 32, at(30*time.Millisecond)) // 190ms
+	assert.Zero(t, q)
+	assert.Positive(t, held, "the limit holds meanwhile")
+	assert.False(t, v.Overloaded())
+	serve(v, c, 200, 8, at(10*time.Millisecond))
 	assert.False(t, v.Overloaded())
 }
 
@@ -305,6 +311,38 @@ func TestFastShedsAreLoadSheds(t *testing.T) {
 			}
 			assert.Equal(t, tt.overloaded, v.Overloaded())
 			assert.False(t, v.Shedding() && !tt.overloaded, "15% is not broad shedding")
+		})
+	}
+}
+
+// TestAWallClockStepKeepsNoStaleShare: the view's windows run on the
+// monotonic clock. On the wall clock, a step back left the slots of the
+// sheds before it counted until the wall clock caught up: an engine that
+// shed a minute ago, then serves everyone, still looked overloaded.
+func TestAWallClockStepKeepsNoStaleShare(t *testing.T) {
+	tests := []struct {
+		name string
+		step time.Duration
+	}{
+		{"no step", 0},
+		{"back a minute", -time.Minute},
+		{"forward a minute", time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			for i := range 50 {
+				v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: 5 * time.Millisecond})
+				c.advance(40 * time.Millisecond)
+			}
+			require.True(t, v.Overloaded(), "50 sheds in the window")
+			c.Step(tt.step)
+			c.advance(3 * time.Second) // past the 2s window
+			for i := range 20 {
+				v.Observe(engine.Call{Read: uint64(100 + i), Answer: engine.Served, Latency: 5 * time.Millisecond})
+			}
+			assert.Zero(t, v.Snapshot().ShedShare, "the sheds are out of the window")
+			assert.False(t, v.Overloaded())
 		})
 	}
 }

@@ -112,6 +112,9 @@ func (l *Limiter) OnChange(f func(limit int)) {
 	l.mu.Unlock()
 }
 
+// Min is the limit's lower bound.
+func (l *Limiter) Min() int { return l.o.Min }
+
 // Limit is the current limit.
 func (l *Limiter) Limit() int {
 	l.mu.Lock()

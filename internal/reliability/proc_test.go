@@ -10,9 +10,11 @@ import (
 )
 
 // fast are the flags every scenario starts from: short delays so a test
-// runs in seconds, debug logs so a test can count what each process did.
+// runs in seconds, debug logs so a test can count what each process did,
+// and one replica (the test servers are single nodes: a cluster scenario
+// gives --replicas 3 after these).
 var fast = []string{
-	"--log-format", "json", "--log-level", "debug", "--http-addr", "",
+	"--log-format", "json", "--log-level", "debug", "--http-addr", "", "--replicas", "1",
 	"--retry-base", "50ms", "--retry-cap", "400ms", "--max-attempts", "6",
 	"--ack-wait", "3s", "--handler-timeout", "2s", "--downstream-timeout", "1500ms",
 	"--shutdown-timeout", "5s",

@@ -152,7 +152,7 @@ func TestSoakLongOutage(t *testing.T) {
 // startConsumerDefaults runs the consumer with its default policy.
 func startConsumerDefaults(t *testing.T, args ...string) *proctest.Proc {
 	saved := fast
-	fast = []string{"--log-format", "json", "--log-level", "debug", "--http-addr", ""}
+	fast = []string{"--log-format", "json", "--log-level", "debug", "--http-addr", "", "--replicas", "1"}
 	defer func() { fast = saved }()
 	return startConsumer(t, "consumer", args...)
 }

@@ -50,6 +50,7 @@ func Topology(cfg config.Config) stream.Topology {
 		DLQMaxBytes: int64(cfg.DLQ.MaxBytes), RecordsBucket: cfg.Consumer.RecordsBucket,
 		Replicas: cfg.Stream.Replicas, AckWait: cfg.Consumer.AckWait, MaxAckPending: cfg.Consumer.MaxAckPending,
 		Reconcile: cfg.Stream.Reconcile,
+		PullBatch: cfg.Consumer.PullBatch, Concurrency: cfg.Consumer.Concurrency, HandlerTimeout: cfg.Consumer.HandlerTimeout,
 	}
 }
 
@@ -123,6 +124,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		}
 		return err
 	}
+	reportTopology(set, topo, embedded, sm.topo, log)
 
 	sink, stopSink, err := sinkFor(ctx, cfg, js, reg, log)
 	if err != nil {
@@ -136,7 +138,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	consumer, err := stream.New(stream.Options{
 		Policy:          cfg.Retry.Policy(),
 		Concurrency:     cfg.Consumer.Concurrency,
-		PullBatch:       cfg.Consumer.PullBatch,
+		PullBatch:       set.PullBatch,
 		HandlerTimeout:  cfg.Consumer.HandlerTimeout,
 		AckWait:         set.AckWait,
 		ShutdownTimeout: cfg.Shutdown.Timeout,
@@ -152,6 +154,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Limiter:          lim,
 		Budget:           budg,
 		MaxReadAge:       cfg.Retry.MaxReadAge,
+		Conn:             nc,
 	})
 	if err != nil {
 		return err
@@ -168,6 +171,11 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			return false, "not connected to NATS (" + nc.Status().String() + ")"
 		case !consumer.Consuming():
 			return false, "not consuming"
+		}
+		if why := pausedReason(set, topo, sm.topo, time.Now()); why != "" {
+			return false, why
+		}
+		switch {
 		case embedded:
 			return true, "ok (embedded NATS server: for a newcomer's machine and the demo, not for production)"
 		}
@@ -223,6 +231,9 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 			for _, w := range set.Warnings {
 				log.Warn(w)
 			}
+			for _, r := range set.Reconciled {
+				log.Info(r)
+			}
 			if set.AckWait != topo.AckWait {
 				log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
 					slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", topo.AckWait))
@@ -258,15 +269,18 @@ func copyLimit(maxPayload, streamMax int) int {
 type Metrics struct {
 	embedded prometheus.Gauge
 	refusals prometheus.Counter
+	topo     *topologyMetrics
 }
 
 // NewMetrics registers the service's metrics on reg:
 // meter_consumer_embedded_nats (1 when this process runs on its own
 // embedded NATS server, which a production deployment never should) and
-// meter_consumer_nats_permission_refusals_total.
+// meter_consumer_nats_permission_refusals_total, and the topology's
+// (meter_consumer_topology_replicas, meter_consumer_durable_paused).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
 	return &Metrics{
+		topo: newTopologyMetrics(reg, time.Now),
 		embedded: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "meter_consumer", Name: "embedded_nats",
 			Help: "1 when this process runs on an embedded NATS server (a newcomer's machine, the demo), 0 on a real one.",

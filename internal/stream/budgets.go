@@ -40,19 +40,31 @@ func (c *Consumer) retryGate() (bool, time.Duration) {
 	return false, budgetRecheck/4 + time.Duration(c.o.Rand.Int64N(int64(budgetRecheck*3/4)))
 }
 
+// callToken is a call's place under the concurrency limit, and the
+// concurrency it was made at: the limit then (the concurrency without one).
+type callToken struct {
+	limit.Token
+	at int
+}
+
 // acquireSlot waits for a slot under the concurrency limit (at once
 // without one), a retry ahead of first attempts; ctx is the graceful stop.
-func (c *Consumer) acquireSlot(ctx context.Context, retry bool) (limit.Token, error) {
-	if c.o.Limiter == nil {
-		return limit.Token{}, nil
+func (c *Consumer) acquireSlot(ctx context.Context, retry bool) (callToken, error) {
+	s := callToken{at: c.o.Concurrency}
+	if c.o.Limiter != nil {
+		t, err := c.o.Limiter.Acquire(ctx, retry)
+		if err != nil {
+			return s, err
+		}
+		s.Token, s.at = t, c.o.Limiter.Limit()
 	}
-	return c.o.Limiter.Acquire(ctx, retry)
+	return s, nil
 }
 
 // observe tells the engine's view what one call of d's read said, and
 // carries out a pause the view asks for.
-func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
-	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took}
+func (c *Consumer) observe(d *delivery, s callToken, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
+	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took, InFlight: s.at}
 	switch {
 	case cut:
 		call.Answer = engine.Cut
@@ -68,7 +80,7 @@ func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, 
 	fb := c.view.Observe(call)
 	c.m.engine(fb)
 	if fb.Pause > 0 && c.o.Limiter != nil {
-		until := c.o.Now().Add(fb.Pause)
+		until := time.Now().Add(fb.Pause) // with its monotonic reading, as the limiter's clock
 		c.o.Limiter.Pause(until)
 		c.log.Warn("the rate engine throttles broadly: calls paused", slog.String("cause", string(ce.Cause)),
 			slog.Duration("retry_after", ce.RetryAfter), slog.Duration("pause", fb.Pause), slog.Time("until", until))
@@ -77,7 +89,7 @@ func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, 
 }
 
 // releaseSlot tells the limiter what the engine's view made of the call.
-func (c *Consumer) releaseSlot(t limit.Token, ce *classify.Error, fb engine.Feedback, cut bool) {
+func (c *Consumer) releaseSlot(s callToken, ce *classify.Error, fb engine.Feedback, cut bool) {
 	if ce != nil && (ce.Cause == classify.CauseHTTP503 || ce.Cause == classify.CauseRateLimited) {
 		c.m.rejected.WithLabelValues(string(ce.Cause)).Inc()
 	}
@@ -97,7 +109,7 @@ func (c *Consumer) releaseSlot(t limit.Token, ce *classify.Error, fb engine.Feed
 	case overload(ce.Cause) && fb.Overloaded:
 		signal = limit.Overloaded
 	}
-	c.o.Limiter.Release(t, signal)
+	c.o.Limiter.Release(s.Token, signal)
 }
 
 // overload reports the causes that are sheds: signs of the downstream's
@@ -112,7 +124,13 @@ func overload(c classify.Cause) bool {
 }
 
 // expired reports a read past its time budget (MaxReadAge, from its stream
-// timestamp).
+// timestamp). Its age is measured on the server's clock, the one that
+// stamped it, and only past the estimate's tolerance: a skewed local clock
+// neither dead-letters a fresh read nor keeps an old one.
 func (c *Consumer) expired(md *jetstream.MsgMetadata) bool {
-	return c.o.MaxReadAge > 0 && c.o.Now().Sub(md.Timestamp) > c.o.MaxReadAge
+	if c.o.MaxReadAge <= 0 {
+		return false
+	}
+	now, within := c.server.now()
+	return now.Sub(md.Timestamp) > c.o.MaxReadAge+within
 }

@@ -15,7 +15,14 @@ import (
 // service refuses to start, since it could not keep its promises on it.
 // Each problem names the field and the fix. A different ack wait or max ack
 // pending is not a problem: the service follows the durable's own.
-func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string) (fixable, fatal []string) {
+//
+// pull is how many reads one pull asks for, which the durable's
+// max_request_batch must allow; a pull waits PullExpiry on the server,
+// which its max_request_expires must allow (a pull over either is answered
+// 409 and nothing is delivered, for ever). The pull asks no byte limit, so
+// max_request_max_bytes never binds. A max_ack_pending of -1 leaves the
+// reads the service holds in memory (waiting out a retry delay) unbounded.
+func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, pull int) (fixable, fatal []string) {
 	if have.DeliverSubject != "" {
 		fatal = append(fatal, fmt.Sprintf("deliver_subject is %q (a push consumer), the service pulls: delete the durable and let --create-streams make it, or create a pull consumer", have.DeliverSubject))
 	}
@@ -27,6 +34,21 @@ func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string) 
 	}
 	if len(have.BackOff) > 0 {
 		fixable = append(fixable, fmt.Sprintf("backoff is %v: it has no jitter and replaces the service's own delays; remove it", have.BackOff))
+	}
+	if have.HeadersOnly {
+		fixable = append(fixable, "headers_only is true: every read would arrive without its body, fail decoding and be dead-lettered as an empty copy; set headers_only to false")
+	}
+	if have.MaxRequestBatch > 0 && have.MaxRequestBatch < pull {
+		fixable = append(fixable, fmt.Sprintf("max_request_batch is %d, below the %d reads one pull asks for: the server answers every pull 409 and nothing is delivered; raise max_request_batch to %d or 0 (no limit), or set consumer.pull_batch to %d or less",
+			have.MaxRequestBatch, pull, pull, have.MaxRequestBatch))
+	}
+	if have.MaxRequestExpires > 0 && have.MaxRequestExpires < PullExpiry {
+		fixable = append(fixable, fmt.Sprintf("max_request_expires is %s, below the %s a pull waits on the server: the server answers every pull 409 and nothing is delivered; raise max_request_expires to %s or 0 (no limit)",
+			have.MaxRequestExpires, PullExpiry, PullExpiry))
+	}
+	if have.MaxAckPending < 0 {
+		fixable = append(fixable, fmt.Sprintf("max_ack_pending is %d (unlimited): the reads waiting out a retry delay are held in this process, and nothing would bound them; set max_ack_pending to %d (consumer.max_ack_pending)",
+			have.MaxAckPending, want.MaxAckPending))
 	}
 	filter := slices.Clone(have.FilterSubjects)
 	if have.FilterSubject != "" {
@@ -51,47 +73,6 @@ func sameSet(a, b []string) bool {
 
 func joinProblems(p []string) string { return strings.Join(p, "; ") }
 
-// streamDiffs lists how an existing stream differs from the one the
-// service would create, in the settings operators choose.
-func streamDiffs(have, want jetstream.StreamConfig) []string {
-	var d []string
-	if missing := subtract(want.Subjects, have.Subjects); len(missing) > 0 {
-		d = append(d, fmt.Sprintf("subjects %v do not list %v", have.Subjects, missing))
-	}
-	if have.Retention != want.Retention {
-		d = append(d, fmt.Sprintf("retention is %s, not %s", have.Retention, want.Retention))
-	}
-	if have.Discard != want.Discard {
-		d = append(d, fmt.Sprintf("discard is %s, not %s", have.Discard, want.Discard))
-	}
-	if have.MaxAge != want.MaxAge {
-		d = append(d, fmt.Sprintf("max age is %s, not %s", age(have.MaxAge), age(want.MaxAge)))
-	}
-	if have.MaxBytes != want.MaxBytes {
-		d = append(d, fmt.Sprintf("max bytes is %d, not %d", have.MaxBytes, want.MaxBytes))
-	}
-	if have.Replicas != want.Replicas {
-		d = append(d, fmt.Sprintf("replicas is %d, not %d", have.Replicas, want.Replicas))
-	}
-	if have.Duplicates != want.Duplicates {
-		d = append(d, fmt.Sprintf("duplicate window is %s, not %s", have.Duplicates, want.Duplicates))
-	}
-	if have.Storage != want.Storage {
-		d = append(d, fmt.Sprintf("storage is %s, not %s", have.Storage, want.Storage))
-	}
-	return d
-}
-
-// reconciled is have with the settings the service manages taken from want;
-// subjects are added, never removed, and what the server cannot change
-// (retention, storage) is left.
-func reconciled(have, want jetstream.StreamConfig) jetstream.StreamConfig {
-	c := have
-	c.Subjects = append(slices.Clone(have.Subjects), subtract(want.Subjects, have.Subjects)...)
-	c.Discard, c.MaxAge, c.MaxBytes, c.Replicas, c.Duplicates = want.Discard, want.MaxAge, want.MaxBytes, want.Replicas, want.Duplicates
-	return c
-}
-
 func subtract(a, b []string) []string {
 	var out []string
 	for _, s := range a {
@@ -107,4 +88,21 @@ func age(d time.Duration) string {
 		return "unlimited"
 	}
 	return d.String()
+}
+
+// reconciledDurable is have with what checkDurable finds fixed and the ack
+// wait and max ack pending set to the service's; pull is the pull batch on
+// that ack wait. What the server cannot change, and a pause, are left.
+func reconciledDurable(have, want jetstream.ConsumerConfig, pull int) jetstream.ConsumerConfig {
+	upd := have
+	upd.MaxDeliver, upd.BackOff, upd.AckWait, upd.MaxAckPending = -1, nil, want.AckWait, want.MaxAckPending
+	upd.FilterSubject, upd.FilterSubjects = "", want.FilterSubjects
+	upd.HeadersOnly = false
+	if upd.MaxRequestBatch > 0 && upd.MaxRequestBatch < pull {
+		upd.MaxRequestBatch = pull
+	}
+	if upd.MaxRequestExpires > 0 && upd.MaxRequestExpires < PullExpiry {
+		upd.MaxRequestExpires = PullExpiry
+	}
+	return upd
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/limit"
@@ -62,7 +63,7 @@ type Options struct {
 	// retry over it is held, kept alive, uncharged, until it fits.
 	Budget *budget.Budget
 	// Engine tunes the engine's view (nil: its defaults). Its MaxPause
-	// defaults to Policy.MaxServerWait, its Rand and Now to these options'.
+	// defaults to Policy.MaxServerWait, its Rand and Clock to these options'.
 	Engine *engine.Options
 	// MaxReadAge, when set, bounds a read's age (from its stream
 	// timestamp): a transient failure past it is dead-lettered with reason
@@ -72,9 +73,17 @@ type Options struct {
 	Sink       downstream.Sink
 	DeadLetter DeadLetterer
 	Metrics    *Metrics
-	Logger     *slog.Logger     // default: discard
-	Rand       retry.Source     // default: seeded from the clock
-	Now        func() time.Time // default: time.Now
+	Logger     *slog.Logger // default: discard
+	Rand       retry.Source // default: seeded from the clock
+	// Clock is the process's clock: its monotonic clock measures every
+	// interval (the breaker's window, the engine's view), its wall clock
+	// only what is compared with a timestamp (default clock.System()).
+	Clock clock.Clock
+	Now   func() time.Time // the wall clock (default Clock.Now)
+	// Conn, when set, is the connection the durable is consumed on: a
+	// delivery that arrived before it was down for AckWait/4 or more is
+	// dropped unsettled (see leases). nil: never dropped.
+	Conn Conn
 }
 
 // Consumer pulls meter reads from a durable JetStream consumer, delivers
@@ -95,6 +104,8 @@ type Consumer struct {
 	keepers     *keepers
 	breaker     *breaker.Breaker // nil: no breaker
 	view        *engine.View
+	leases      *leases
+	server      *serverClock
 }
 
 // New validates the options and builds a Consumer.
@@ -125,8 +136,11 @@ func New(o Options) (*Consumer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Clock == nil {
+		o.Clock = clock.System()
+	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.Clock.Now
 	}
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
@@ -149,16 +163,21 @@ func New(o Options) (*Consumer, error) {
 	if eo.Rand == nil {
 		eo.Rand = o.Rand
 	}
-	if eo.Now == nil {
-		eo.Now = o.Now
+	if eo.Clock == nil {
+		eo.Clock = o.Clock
+	}
+	if eo.LeastInFlight == 0 && o.Limiter != nil {
+		eo.LeastInFlight = o.Limiter.Min()
 	}
 	view, err := engine.New(eo)
 	if err != nil {
 		return nil, err
 	}
 	c.view = view
+	c.server = &serverClock{clk: o.Clock, log: log, set: func(d time.Duration) { c.m.serverClockOffset.Set(d.Seconds()) }}
+	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
 	c.keepers = c.newKeepers(o.Concurrency)
-	c.delayer = newDelayer(o.AckWait/2, o.Now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.delayer.gate = c.retryGate
 	c.m.limit.Set(float64(o.Concurrency))
 	if o.Limiter != nil {
@@ -169,6 +188,9 @@ func New(o Options) (*Consumer, error) {
 		bo := *o.Breaker
 		if bo.Rand == nil {
 			bo.Rand = o.Rand
+		}
+		if bo.Clock == nil {
+			bo.Clock = o.Clock
 		}
 		next := bo.OnChange
 		bo.OnChange = func(from, to breaker.State) {
@@ -189,6 +211,14 @@ func New(o Options) (*Consumer, error) {
 		c.breaker = b
 	}
 	return c, nil
+}
+
+// monoTime returns c's monotonic clock as a time.Time whose differences
+// alone mean something: held reads are timed by it, never by the wall
+// clock, which can step.
+func monoTime(c clock.Clock) func() time.Time {
+	epoch := time.Unix(0, 0)
+	return func() time.Time { return epoch.Add(c.Mono()) }
 }
 
 // Consuming reports whether the consumer is pulling messages.
@@ -223,25 +253,34 @@ var ErrConsumeStopped = errors.New("consuming stopped by the server")
 // handed back. The caller drains the connection afterwards, which flushes
 // every settlement.
 func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
-	// Three lifetimes. ctx is the caller's: when it ends, the graceful stop
+	// Four lifetimes. ctx is the caller's: when it ends, the graceful stop
 	// begins. hard ends when that stop has run out of time: calls still in
-	// flight are cut. alive is the keep-alives': it outlives both, and ends
-	// only once every read has been settled or handed back.
+	// flight are cut. giveUp ends HandBackGrace later: a hand-back no longer
+	// waits for the records bucket then, so that the stop ends even with
+	// the bucket down. alive is the keep-alives': it outlives them all, and
+	// ends only once every read has been settled or handed back.
 	hard, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
+	giveUp, giveUpNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer giveUpNow()
 	if c.breaker != nil {
 		defer c.breaker.Stop() // last: after the keep-alives below
 	}
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
-	aliveDone.Add(3)
+	measure, measured := context.WithTimeout(ctx, 5*time.Second)
+	c.server.measure(measure, cons) // before the first read: its age is timed on the server's clock
+	measured()
+	aliveDone.Add(5)
+	go func() { defer aliveDone.Done(); c.server.run(alive, cons, ServerClockInterval) }()
+	go func() { defer aliveDone.Done(); c.leases.run(alive) }()
 	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
 	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
 	go func() { defer aliveDone.Done(); c.naks.run(alive, NakInterval) }()
 	defer func() { aliveStop(); aliveDone.Wait() }()
 
-	pool := c.startWorkers(ctx, hard)
-	p := newPuller(cons, c.dispatcher(pool, hard),
+	pool := c.startWorkers(ctx, hard, giveUp)
+	p := newPuller(cons, c.dispatcher(pool, hard, giveUp),
 		jetstream.PullMaxMessages(c.o.PullBatch),
 		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
 		// that a lost pull (a consumer leader failover, a reconnect) is
@@ -281,25 +320,32 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	//  4. Hand back the parked reads; give the held ones back with the rest
 	//     of their delay.
 	//  5. Stop the keep-alives, then the breaker's timer (deferred above).
+	// Every hand-back, its record included, ends by HandBackGrace past the
+	// stop's deadline.
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.ShutdownTimeout)
 	defer stopCancel()
 	defer context.AfterFunc(stopCtx, hardStop)()
+	graceCtx, graceCancel := context.WithDeadline(context.WithoutCancel(ctx), deadline(stopCtx).Add(HandBackGrace))
+	defer graceCancel()
+	defer context.AfterFunc(graceCtx, giveUpNow)()
 
 	followStop()
 	followDone.Wait()
-	if !p.pause(time.Until(deadline(stopCtx)) + handBackGrace) {
+	if !p.pause(time.Until(deadline(stopCtx)) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
 	pool.stop()
-	if n := c.delayer.release(c.handBackMsg); n > 0 {
+	if n := c.delayer.release(func(m jetstream.Msg, why error) { c.handBackMsg(giveUp, m, why) }); n > 0 {
 		c.log.Info("held and parked reads handed back to the server", slog.Int("reads", n))
 	}
 	return runErr
 }
 
-// handBackGrace is how long the stop waits, past its deadline, for the
-// buffered reads dispatch hands back once the deadline is over.
-const handBackGrace = 5 * time.Second
+// HandBackGrace is how long the stop waits, past its deadline, for the
+// buffered reads dispatch hands back once the deadline is over, and for the
+// hand-backs' records: the stop ends by then, whatever the records bucket
+// does (a hand-back not recorded by then is NAKed unrecorded).
+const HandBackGrace = 5 * time.Second
 
 // dispatcher returns the handler of pulled messages: each goes to an idle
 // worker, or is parked (kept alive from then on, taken by the next free
@@ -314,11 +360,12 @@ const handBackGrace = 5 * time.Second
 // much longer than SpillAfter, whatever the workers wait for (the breaker,
 // the concurrency limit, a slow downstream). follow stops pulling while
 // the park is full.
-func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.MessageHandler {
+func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetstream.MessageHandler {
 	var blockedSince time.Time // zero while dispatch keeps returning at once
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
 	return func(msg jetstream.Msg) {
+		msg = c.leases.wrap(msg)
 		for {
 			changed := c.breakerChanged() // before the check, so no transition is missed
 			if c.paused() || c.delayer.parked.Load() > 0 {
@@ -353,7 +400,7 @@ func (c *Consumer) dispatcher(pool *workers, hard context.Context) jetstream.Mes
 				return
 			case <-hard.Done():
 				spill.Stop()
-				c.handBackMsg(msg, errStopping)
+				c.handBackMsg(giveUp, msg, errStopping)
 				return
 			case <-changed:
 				spill.Stop()
@@ -368,7 +415,7 @@ func deadline(ctx context.Context) time.Time {
 }
 
 func (c *Consumer) settleError(op string, err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, errLeaseLost) { // counted and logged once, by the delivery
 		return
 	}
 	c.m.settleErrors.WithLabelValues(op).Inc()

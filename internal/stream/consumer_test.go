@@ -107,7 +107,9 @@ func TestPermanentFailuresAreDeadLetteredOnce(t *testing.T) {
 	assert.Equal(t, "1", m.Header.Get("Dlq-Deliveries"))
 	assert.Equal(t, "head-end-1", m.Header.Get("Dlq-Original-Msg-Id"))
 	assert.Equal(t, "he-7", m.Header.Get("X-Head-End"))
-	assert.Equal(t, "dlq:METER_READS:"+strconv.FormatUint(seq422, 10), m.Header.Get("Nats-Msg-Id"))
+	published, err := time.Parse(time.RFC3339Nano, m.Header.Get("Dlq-Published-At"))
+	require.NoError(t, err)
+	assert.Equal(t, "dlq:METER_READS:"+strconv.FormatUint(seq422, 10)+":"+strconv.FormatInt(published.UnixNano(), 10), m.Header.Get("Nats-Msg-Id"))
 	for _, h := range []string{"Dlq-Published-At", "Dlq-Dead-Lettered-At"} {
 		ts, err := time.Parse(time.RFC3339Nano, m.Header.Get(h))
 		require.NoError(t, err, h)

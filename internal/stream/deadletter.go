@@ -15,8 +15,8 @@ import (
 // JetStream confirmed it. *dlq.Publisher is the production implementation.
 type DeadLetterer interface {
 	Publish(ctx context.Context, e dlq.Entry) error
-	// Stored reports whether a copy of e was stored between from and to.
-	Stored(ctx context.Context, e dlq.Entry, from, to time.Time) (bool, error)
+	// Stored looks for a copy of e's read stored between from and to.
+	Stored(ctx context.Context, e dlq.Entry, from, to time.Time) (dlq.Found, error)
 }
 
 // clockSkew is the margin allowed between this process's clock and the
@@ -28,33 +28,55 @@ const clockSkew = time.Minute
 // that a read waiting in the client buffer behind it cannot outlive the
 // ack wait); a copy that was not confirmed leaves the original unsettled:
 // it is held and NAKed with a growing delay, and its next delivery goes
-// straight back here.
+// straight back here. A decision already on record (another delivery's,
+// perhaps another replica's) is the one the copy carries.
 func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reason, ce *classify.Error) {
+	if dropLost(d.msg, "dead_letter") {
+		return // another replica may hold the read: no record, no copy, no TERM
+	}
 	ctx, cancel := context.WithDeadline(hard, d.deadline)
 	defer cancel()
 	msg, md := d.msg, d.md
+	now, _ := c.server.now() // the server's clock: another replica compares it, as the duplicate window does
+	decided := Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}
+	// last is when a copy was last tried; legacy: the decision was recorded
+	// by a version whose copies' message id did not name the read's stream
+	// timestamp, so the duplicate window does not guard against a second
+	// copy of it.
+	var last time.Time
+	legacy := false
+	decide := func(r *Record) {
+		if r.DeadLetter == nil {
+			dec := decided
+			r.DeadLetter = &dec
+		}
+		last, legacy = r.DeadLetter.Last, r.PublishedAt.IsZero() && !r.DeadLetter.Last.IsZero()
+		r.DeadLetter.Last = now
+	}
+	if !c.change(ctx, d, decide) {
+		// Not recorded: the copy is made all the same, guarded by its
+		// message id within the duplicate window.
+		r := d.rec.clone()
+		decide(&r)
+		d.rec = r
+	}
+	dec := d.rec.DeadLetter
+	if dec.Reason != reason || dec.Cause != ce.Cause {
+		reason, ce = dec.Reason, dec.classified()
+	}
 	entry := dlq.Entry{
 		Reason: reason, Cause: ce.Cause, Err: ce,
 		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
 		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, PublishedAt: md.Timestamp,
 		Header: msg.Headers(), Data: msg.Data(),
 	}
-	now := c.o.Now()
-	dec := d.rec.DeadLetter
-	if dec == nil {
-		dec = &Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}
-		d.rec.DeadLetter = dec
-	}
 	// A copy tried before may have been stored by an attempt whose answer
 	// was lost; past the duplicate window its message id no longer guards
 	// against a second one, so look for it.
-	last := dec.Last
-	dec.Last = now
-	_ = c.putRecord(ctx, md, d.rec)
 	stored := false
 	var err error
-	if !last.IsZero() && now.Sub(dec.At) > c.o.DeadLetterWindow-clockSkew {
-		stored, err = c.o.DeadLetter.Stored(ctx, entry, dec.At.Add(-clockSkew), last.Add(c.o.HandlerTimeout+clockSkew))
+	if !last.IsZero() && (legacy || now.Sub(dec.At) > c.o.DeadLetterWindow-clockSkew) {
+		stored, err = c.lookForCopy(ctx, d, entry, dec.At.Add(-clockSkew), last.Add(c.o.HandlerTimeout+clockSkew))
 	}
 	if err == nil && !stored {
 		drv := retry.Driver{Policy: c.o.DeadLetterRetry, Rand: c.o.Rand,
@@ -79,6 +101,25 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 		attrs = append(attrs, slog.Bool("copy_found", true))
 	}
 	c.log.LogAttrs(ctx, slog.LevelError, "dead-lettered", attrs...)
+}
+
+// lookForCopy reports whether a copy of the read is stored already. Copies
+// of other reads at the same stream sequence (the stream was re-created)
+// are counted and logged, and not taken for this read's; a look-up whose
+// consumer could not be deleted after use is counted and logged.
+func (c *Consumer) lookForCopy(ctx context.Context, d *delivery, e dlq.Entry, from, to time.Time) (bool, error) {
+	found, err := c.o.DeadLetter.Stored(ctx, e, from, to)
+	if found.Others > 0 {
+		c.m.mismatches.WithLabelValues(mismatchCopy).Add(float64(found.Others))
+		c.log.Warn("dead-letter copy of another read at this stream sequence ignored: the stream was re-created",
+			slog.Uint64("stream_seq", d.md.Sequence.Stream), slog.Time("published_at", d.md.Timestamp), slog.Int("copies", found.Others))
+	}
+	if found.Cleanup != nil {
+		c.m.lookupLeftovers.Inc()
+		c.log.Warn("dead-letter look-up consumer not deleted; the server removes it once idle",
+			slog.Uint64("stream_seq", d.md.Sequence.Stream), slog.Any("error", found.Cleanup))
+	}
+	return found.Copy, err
 }
 
 // copyFailed holds a read whose copy was not confirmed and NAKs it later,

@@ -59,6 +59,7 @@ func TestCrashBetweenCopyAndTermYieldsOneCopy(t *testing.T) {
 	require.NoError(t, pub.Publish(t.Context(), dlq.Entry{
 		Reason: dlq.ReasonPermanent, Cause: "http_422", Stream: e.topo.Stream, Consumer: e.topo.Durable,
 		Subject: "meter.reads.north", Sequence: seq, Deliveries: 1, Data: []byte(read("MTR-1", 1)),
+		PublishedAt: storedAt(t, e, seq),
 	}))
 
 	e.start(e.options(12))
@@ -201,6 +202,21 @@ func TestNoSecondCopyPastTheDuplicateWindow(t *testing.T) {
 	assert.Len(t, e.deadLetters(), 1, "one copy, though the first answer was lost")
 	assert.Len(t, e.re.callsFor(key1), 1, "the downstream was asked once")
 	assert.Len(t, e.logs.byMessage("dead-lettered"), 1)
+	st, err := e.js.Stream(t.Context(), e.topo.DLQStream)
+	require.NoError(t, err)
+	info, err := st.Info(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, info.State.Consumers, "the look-up's consumer is deleted after use, not left to expire")
+}
+
+// storedAt is the stream timestamp of the read at seq.
+func storedAt(t *testing.T, e *env, seq uint64) time.Time {
+	t.Helper()
+	st, err := e.js.Stream(t.Context(), e.topo.Stream)
+	require.NoError(t, err)
+	m, err := st.GetMsg(t.Context(), seq)
+	require.NoError(t, err)
+	return m.Time
 }
 
 // lostAck stores the first copy but reports it as not confirmed, as a lost

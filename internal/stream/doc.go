@@ -14,9 +14,19 @@
 //   - a dead-letter copy JetStream did not confirm: the original is NAKed
 //     with a delay, never terminated, and the failure is counted.
 //
+// What the delivery count cannot tell (hand-backs, credited sheds, the
+// dead-letter decision) is kept in Records, one record per read: keyed by
+// stream sequence, bound to the read by its stream timestamp (a record of
+// another read at the same sequence is ignored), written on the revision it
+// was read at (ErrRecordConflict: read again, apply again), and never
+// written over a record that could not be read.
+//
 // It is the one package that touches jetstream.Msg. Setup (Ensure, Lookup)
-// creates or checks the streams and the consumer. Consumer.Run returns
-// ErrConsumeStopped when the server ended the subscription; Ensure and Lookup
-// wrap ErrMissing and the jetstream sentinels. Metrics lists every metric.
+// creates or checks the streams, the records bucket and the consumer (see
+// checkDurable and findings.go for what is checked, and converge for what
+// --reconcile changes). Consumer.Run returns ErrConsumeStopped when the
+// server ended the subscription; Ensure and Lookup wrap ErrMissing, and
+// ErrMismatch for what the service cannot run on (each problem named with
+// its setting and fix), and the jetstream sentinels. Metrics lists every metric.
 // A Consumer is safe for concurrent use; Run is called once.
 package stream

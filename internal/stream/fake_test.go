@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,10 +26,13 @@ type fakeMsg struct {
 	ops []string
 }
 
+// fakePublishedAt is every fake message's stream timestamp.
+var fakePublishedAt = time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+
 func newFakeMsg(data string, delivered uint64) *fakeMsg {
 	return &fakeMsg{data: []byte(data), md: jetstream.MsgMetadata{
 		Sequence: jetstream.SequencePair{Consumer: delivered, Stream: 42}, NumDelivered: delivered,
-		Stream: "METER_READS", Consumer: "meter-consumer", Timestamp: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC),
+		Stream: "METER_READS", Consumer: "meter-consumer", Timestamp: fakePublishedAt,
 	}}
 }
 
@@ -77,30 +81,51 @@ func (m *fakeMsg) InProgress() error                         { return m.record("
 func (m *fakeMsg) Term() error                               { return m.record("term") }
 func (m *fakeMsg) TermWithReason(r string) error             { return m.record("term " + r) }
 
-// memRecords keeps records in memory.
+// memRecords keeps records in memory, each with its revision.
 type memRecords struct {
-	mu sync.Mutex
-	m  map[uint64]Record
+	mu  sync.Mutex
+	m   map[uint64]Record
+	rev map[uint64]uint64
 }
 
-func (r *memRecords) Get(_ context.Context, seq uint64) (Record, error) {
+func (r *memRecords) Get(_ context.Context, seq uint64) (Stored, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.m[seq], nil
+	rev, ok := r.rev[seq]
+	if !ok {
+		return Stored{}, nil
+	}
+	return Stored{Record: r.m[seq].clone(), Revision: rev}, nil
 }
 
-func (r *memRecords) Put(_ context.Context, seq uint64, rec Record) error {
+func (r *memRecords) Put(_ context.Context, seq uint64, rec Record, rev uint64) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[uint64]Record{}
+		r.m, r.rev = map[uint64]Record{}, map[uint64]uint64{}
 	}
-	if rec.DeadLetter != nil {
-		d := *rec.DeadLetter
-		rec.DeadLetter = &d
+	if r.rev[seq] != rev {
+		return 0, fmt.Errorf("record %d at revision %d, not %d: %w", seq, r.rev[seq], rev, ErrRecordConflict)
 	}
-	r.m[seq] = rec
-	return nil
+	r.m[seq] = rec.clone()
+	r.rev[seq]++
+	return r.rev[seq], nil
+}
+
+// seed stores rec as the record of the fake message's read.
+func (r *memRecords) seed(t testing.TB, seq uint64, rec Record) {
+	t.Helper()
+	rec.PublishedAt = fakePublishedAt
+	if _, err := r.Put(t.Context(), seq, rec, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// record returns the record of seq, without its stream timestamp.
+func (r *memRecords) record(seq uint64) Record {
+	s, _ := r.Get(context.Background(), seq)
+	s.Record.PublishedAt = time.Time{}
+	return s.Record
 }
 
 // fakeDeadLetter stores copies in memory, or fails as told.
@@ -135,11 +160,11 @@ func (f *fakeDeadLetter) Publish(ctx context.Context, e dlq.Entry) error {
 	return nil
 }
 
-func (f *fakeDeadLetter) Stored(_ context.Context, e dlq.Entry, from, _ time.Time) (bool, error) {
+func (f *fakeDeadLetter) Stored(_ context.Context, e dlq.Entry, from, _ time.Time) (dlq.Found, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.looked = append(f.looked, from)
-	return f.stored != nil && f.stored(e), nil
+	return dlq.Found{Copy: f.stored != nil && f.stored(e)}, nil
 }
 
 func (f *fakeDeadLetter) all() []dlq.Entry {

@@ -83,7 +83,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 	}
 	entry, err := e.set.Records.KV.Get(t.Context(), strconv.FormatUint(seq, 10))
 	require.NoError(t, err)
-	assert.JSONEq(t, fmt.Sprintf(`{"hand_backs":%d}`, stops), string(entry.Value()))
+	assert.JSONEq(t, fmt.Sprintf(`{"hand_backs":%d,"published_at":%q}`, stops, storedAt(t, e, seq).UTC().Format(time.RFC3339Nano)), string(entry.Value()))
 
 	healthy.Store(true)
 	e.start(e.options(54))

@@ -40,6 +40,8 @@ type delivery struct {
 	// failed deliveries before this one, then every wait for the breaker
 	// in this one.
 	failures uint64
+	// rev is the revision rec was read at (0: none is stored).
+	rev uint64
 	// known: rec was read (a first delivery's, or a look-up that
 	// succeeded), so it may be written.
 	known bool
@@ -50,8 +52,10 @@ type delivery struct {
 var errStopping = fmt.Errorf("%w: the read is handed back", classify.ErrShutdown)
 
 // handle settles one message in exactly one way. graceful ends when a
-// graceful stop starts; hard ends when the stop has run out of time.
-func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *slot) {
+// graceful stop starts; hard ends when the stop has run out of time;
+// giveUp ends when the stop's grace is over (a hand-back then no longer
+// waits for the records bucket).
+func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.Msg, s *slot) {
 	start := time.Now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
@@ -68,7 +72,7 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	}
 	d := &delivery{msg: msg, md: md, start: start, deadline: start.Add(c.o.HandlerTimeout)}
-	d.rec, d.known = c.lookUp(hard, md, d.deadline)
+	d.rec, d.rev, d.known = c.lookUp(hard, md, d.deadline)
 	if dec := d.rec.DeadLetter; dec != nil {
 		// This read's fate was decided by an earlier delivery; only its
 		// copy is missing. Do not ask the downstream again.
@@ -114,7 +118,7 @@ func (c *Consumer) handle(graceful, hard context.Context, msg jetstream.Msg, s *
 		return
 	case errors.Is(err, errStopping):
 		// Not the read's fault: hand it back, uncharged, for another replica.
-		c.handBack(msg, md, &d.rec, start, err)
+		c.handBack(giveUp, d, err)
 		return
 	}
 	ce := classify.Of(err)
@@ -165,7 +169,7 @@ func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, r
 		err = c.deliver(hard, d, read)
 		ce := classify.Of(err)
 		cut := err != nil && hard.Err() != nil
-		fb := c.observe(d, ce, time.Since(began), cut)
+		fb := c.observe(d, slot, ce, time.Since(began), cut)
 		c.releaseSlot(slot, ce, fb, cut)
 		if cut {
 			c.release(permit)
@@ -201,16 +205,11 @@ func (c *Consumer) breakerDone(p breaker.Permit, failed bool) bool {
 // the attempt is charged: the delivery count alone can only make a read
 // look older, never lose it).
 func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
-	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks {
+	if _, none := c.records.(noRecords); none || !d.known || d.rec.HandBacks+d.rec.Sheds >= MaxHandBacks ||
+		dropLost(d.msg, "record") {
 		return false
 	}
-	rec := d.rec
-	rec.Sheds++
-	if c.putRecord(ctx, d.md, rec) != nil {
-		return false
-	}
-	d.rec = rec
-	return true
+	return c.change(ctx, d, func(r *Record) { r.Sheds++ })
 }
 
 // uncharged counts and logs a failure that is not charged to the read.
@@ -274,33 +273,36 @@ func (c *Consumer) hold(msg jetstream.Msg, delay time.Duration, retry bool) {
 
 // handBack returns a read to the server without charging it an attempt:
 // the hand-back is recorded before the NAK, so that its next delivery,
-// wherever it lands, subtracts it from the delivery count. rec is the
-// read's record, nil when it was not looked up.
-func (c *Consumer) handBack(msg jetstream.Msg, md *jetstream.MsgMetadata, rec *Record, start time.Time, why error) {
-	ctx := context.Background() // the stop's own deadline may be over: the record must still be written
-	if rec == nil {
-		r := c.record(ctx, md, time.Time{})
-		rec = &r
+// wherever it lands, subtracts it from the delivery count. A hand-back
+// whose record could not be read or written is NAKed all the same (the
+// delivery count alone then decides). The record's look-up and write end
+// with ctx: the stop's grace. A delivery lost to another replica is left
+// alone.
+func (c *Consumer) handBack(ctx context.Context, d *delivery, why error) {
+	if dropLost(d.msg, "hand_back") {
+		return // another replica may hold the read: no record, no NAK
 	}
-	rec.HandBacks++
-	_ = c.putRecord(ctx, md, *rec)
-	c.settleError("nak", msg.Nak())
+	recorded := c.change(ctx, d, func(r *Record) { r.HandBacks++ })
+	c.settleError("nak", d.msg.Nak())
 	ce := classify.NewTransient(classify.CauseShutdown, why)
 	c.m.failed(ce)
 	c.m.handBacks.Inc()
-	c.m.settled(OutcomeNak, time.Since(start).Seconds())
-	attrs := append(c.attrs(&delivery{msg: msg, md: md}, ce, 0), slog.Uint64("hand_backs", rec.HandBacks))
+	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+	attrs := append(c.attrs(d, ce, 0), slog.Uint64("hand_backs", d.rec.HandBacks), slog.Bool("recorded", recorded))
 	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, attrs)
 }
 
-// handBackMsg hands back a message that no worker looked at.
-func (c *Consumer) handBackMsg(msg jetstream.Msg, why error) {
+// handBackMsg hands back a message that no worker looked at: its record is
+// looked up first, within ctx.
+func (c *Consumer) handBackMsg(ctx context.Context, msg jetstream.Msg, why error) {
 	md, err := msg.Metadata()
 	if err != nil {
 		c.settleError("nak", msg.Nak())
 		return
 	}
-	c.handBack(msg, md, nil, time.Now(), why)
+	d := &delivery{msg: msg, md: md, start: time.Now()}
+	d.rec, d.rev, d.known = c.lookUp(ctx, md, time.Time{})
+	c.handBack(ctx, d, why)
 }
 
 func (c *Consumer) attrs(d *delivery, ce *classify.Error, delay time.Duration) []slog.Attr {

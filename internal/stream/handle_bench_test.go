@@ -46,8 +46,8 @@ func (boundedNoop) Timeout() time.Duration                    { return time.Nano
 type nopDeadLetter struct{}
 
 func (nopDeadLetter) Publish(context.Context, dlq.Entry) error { return nil }
-func (nopDeadLetter) Stored(context.Context, dlq.Entry, time.Time, time.Time) (bool, error) {
-	return false, nil
+func (nopDeadLetter) Stored(context.Context, dlq.Entry, time.Time, time.Time) (dlq.Found, error) {
+	return dlq.Found{}, nil
 }
 
 // BenchmarkHandle settles a successful read the way a worker does: decode,
@@ -82,6 +82,6 @@ func BenchmarkHandle(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg.data)))
 	for b.Loop() {
-		c.handle(ctx, ctx, msg, s)
+		c.handle(ctx, ctx, ctx, msg, s)
 	}
 }

@@ -120,6 +120,7 @@ func testTopology() stream.Topology {
 		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer",
 		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq",
 		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000,
+		Concurrency: 8, HandlerTimeout: time.Second, // a pull of 32
 	}
 }
 

@@ -32,6 +32,7 @@ type Metrics struct {
 	dlqErrors       prometheus.Counter
 	dlqRejections   prometheus.Counter
 	handBacks       prometheus.Counter
+	leasesLost      prometheus.Counter
 	recordErrors    *prometheus.CounterVec
 	limit           prometheus.Gauge
 	rejected        *prometheus.CounterVec
@@ -52,6 +53,9 @@ type Metrics struct {
 	engineLatency   *prometheus.GaugeVec
 	engineMedian    prometheus.Gauge
 	engineBaseline  prometheus.Gauge
+	recordMetrics
+
+	serverClockOffset prometheus.Gauge
 
 	// cached children for the hot path
 	ack, nak, term               prometheus.Counter
@@ -89,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		handBacks: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "hand_backs_total",
-			Help: "Reads handed back to the server without an attempt charged (the process was stopping), each recorded before its NAK.",
+			Help: "Reads handed back to the server at a stop, each recorded before its NAK so that no attempt is charged (unless the record could not be read or written).",
 		}),
 		recordErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "record_errors_total",
@@ -107,6 +111,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: ns, Name: "retries_total",
 			Help: "Retries due, by budget: spent (released to the server) or denied (over the retry budget: held again, not charged; a read may be denied more than once).",
 		}, []string{"budget"}),
+		leasesLost: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "leases_lost_total",
+			Help: "Deliveries dropped unsettled (no NAK, TERM, record or copy; an Ack still goes): the NATS connection was down, or the process stalled, for a quarter of the ack wait or more since they arrived, so the server may have given the read to another replica. The server redelivers the read.",
+		}),
+		serverClockOffset: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "server_clock_offset_seconds",
+			Help: "This machine's wall clock minus the NATS server's, as last measured (every minute, from the consumer info's timestamp); reads' ages and dead-letter decisions are timed on the server's clock.",
+		}),
 		settleErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "settle_errors_total",
 			Help: "Ack, NAK, TERM or in-progress signals that could not be sent, by operation.",
@@ -198,6 +210,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.retries.WithLabelValues("denied")
 	m.recordErrors.WithLabelValues("get")
 	m.recordErrors.WithLabelValues("put")
+	m.recordMetrics = newRecordMetrics(f, ns)
 	for _, op := range []string{"ack", "nak", "term", "in_progress"} {
 		m.settleErrors.WithLabelValues(op)
 	}

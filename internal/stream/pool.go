@@ -17,8 +17,9 @@ type workers struct {
 	wg   sync.WaitGroup
 }
 
-// startWorkers starts the pool; graceful and hard are handle's contexts.
-func (c *Consumer) startWorkers(graceful, hard context.Context) *workers {
+// startWorkers starts the pool; graceful, hard and giveUp are handle's
+// contexts.
+func (c *Consumer) startWorkers(graceful, hard, giveUp context.Context) *workers {
 	w := &workers{work: make(chan jetstream.Msg), quit: make(chan struct{})}
 	for _, s := range c.keepers.slots {
 		w.wg.Add(1)
@@ -26,12 +27,12 @@ func (c *Consumer) startWorkers(graceful, hard context.Context) *workers {
 			defer w.wg.Done()
 			for {
 				if msg, ok := c.delayer.takeParked(); ok {
-					c.handle(graceful, hard, msg, s)
+					c.handle(graceful, hard, giveUp, msg, s)
 					continue
 				}
 				select {
 				case msg := <-w.work:
-					c.handle(graceful, hard, msg, s)
+					c.handle(graceful, hard, giveUp, msg, s)
 				case <-c.delayer.wakeWorker:
 				case <-w.quit:
 					return

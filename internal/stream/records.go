@@ -18,6 +18,11 @@ import (
 // Record is what the server's delivery count cannot tell about one read,
 // kept by stream sequence where every replica finds it.
 type Record struct {
+	// PublishedAt is the read's stream timestamp. With the stream sequence
+	// (the key) it names the read: after the source stream is deleted and
+	// re-created, sequences start again at 1, and a record whose
+	// PublishedAt is not the delivery's is another read's (see of).
+	PublishedAt time.Time `json:"published_at,omitzero"`
 	// HandBacks counts the deliveries this service handed back without a
 	// call to the downstream being charged: the process was stopping, or
 	// the read was waiting for the breaker. They are subtracted from the
@@ -34,6 +39,26 @@ type Record struct {
 	// again, and past the dead-letter stream's duplicate window looks for
 	// the copy before making one.
 	DeadLetter *Decision `json:"dead_letter,omitempty"`
+}
+
+// of reports whether r, written at written, is the record of the read md
+// describes: the read's stream timestamp when r states one; for a record of
+// an earlier version, which states none, when it was written after the
+// read was stored (a read's record is never older than the read).
+func (r Record) of(md *jetstream.MsgMetadata, written time.Time) bool {
+	if !r.PublishedAt.IsZero() {
+		return r.PublishedAt.Equal(md.Timestamp)
+	}
+	return !written.Before(md.Timestamp)
+}
+
+// clone returns a copy of r that shares nothing with it.
+func (r Record) clone() Record {
+	if r.DeadLetter != nil {
+		d := *r.DeadLetter
+		r.DeadLetter = &d
+	}
+	return r
 }
 
 // Decision is a read's dead-letter fate.
@@ -66,48 +91,71 @@ const MaxHandBacks = 100
 // hand-back then costs an attempt, and a copy is found again only within
 // the duplicate window).
 type Records interface {
-	// Get returns the read's record: the zero Record when there is none.
-	Get(ctx context.Context, seq uint64) (Record, error)
-	// Put stores the read's record.
-	Put(ctx context.Context, seq uint64, r Record) error
+	// Get returns what is stored at seq: a zero Stored when nothing is.
+	Get(ctx context.Context, seq uint64) (Stored, error)
+	// Put stores r at seq over revision rev (0: only if nothing is stored)
+	// and returns the new revision. It returns an error wrapping
+	// ErrRecordConflict when another writer stored a record since rev.
+	Put(ctx context.Context, seq uint64, r Record, rev uint64) (uint64, error)
 }
 
+// Stored is a record as read: its revision (0: nothing is stored) and when
+// it was written.
+type Stored struct {
+	Record   Record
+	Revision uint64
+	Written  time.Time
+}
+
+// ErrRecordConflict: the record changed since it was read.
+var ErrRecordConflict = errors.New("record changed since it was read")
+
 // KVRecords keeps records in a JetStream key-value bucket, one key per
-// stream sequence.
+// stream sequence, each written on the revision it was read at.
 type KVRecords struct{ KV jetstream.KeyValue }
 
 // Get returns the record of seq.
-func (k KVRecords) Get(ctx context.Context, seq uint64) (Record, error) {
+func (k KVRecords) Get(ctx context.Context, seq uint64) (Stored, error) {
 	e, err := k.KV.Get(ctx, strconv.FormatUint(seq, 10))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Record{}, nil
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return Stored{}, nil
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("get record of %d: %w", seq, err)
+		return Stored{}, fmt.Errorf("get record of %d: %w", seq, err)
 	}
 	var r Record
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return Record{}, fmt.Errorf("record of %d: %w", seq, err)
+		return Stored{}, fmt.Errorf("record of %d: %w", seq, err)
 	}
-	return r, nil
+	return Stored{Record: r, Revision: e.Revision(), Written: e.Created()}, nil
 }
 
-// Put stores the record of seq.
-func (k KVRecords) Put(ctx context.Context, seq uint64, r Record) error {
+// Put stores the record of seq: created when rev is 0, else updated on rev.
+func (k KVRecords) Put(ctx context.Context, seq uint64, r Record, rev uint64) (uint64, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := k.KV.Put(ctx, strconv.FormatUint(seq, 10), b); err != nil {
-		return fmt.Errorf("put record of %d: %w", seq, err)
+	key := strconv.FormatUint(seq, 10)
+	var next uint64
+	if rev == 0 {
+		next, err = k.KV.Create(ctx, key, b)
+	} else {
+		next, err = k.KV.Update(ctx, key, b, rev)
 	}
-	return nil
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		return 0, fmt.Errorf("put record of %d on revision %d: %w: %w", seq, rev, ErrRecordConflict, err)
+	case err != nil:
+		return 0, fmt.Errorf("put record of %d: %w", seq, err)
+	}
+	return next, nil
 }
 
 type noRecords struct{}
 
-func (noRecords) Get(context.Context, uint64) (Record, error) { return Record{}, nil }
-func (noRecords) Put(context.Context, uint64, Record) error   { return nil }
+func (noRecords) Get(context.Context, uint64) (Stored, error)                 { return Stored{}, nil }
+func (noRecords) Put(context.Context, uint64, Record, uint64) (uint64, error) { return 0, nil }
 
 // RecordsTimeout bounds one read or write of a record.
 const RecordsTimeout = 2 * time.Second
@@ -119,43 +167,93 @@ func attemptOf(md *jetstream.MsgMetadata, r Record) uint64 {
 	return md.NumDelivered - credit
 }
 
-// record returns the record of a delivery: none for a first delivery,
-// otherwise looked up. A look-up that fails is logged and counted, and the
-// read goes on as if nothing were recorded: the delivery count alone can
-// only make it look older, never lose it.
-// The look-up ends by deadline (zero: RecordsTimeout from now).
-func (c *Consumer) record(ctx context.Context, md *jetstream.MsgMetadata, deadline time.Time) Record {
-	r, _ := c.lookUp(ctx, md, deadline)
-	return r
-}
+// recordTries bounds the writes of one change to a record: a write that
+// meets another writer's revision reads the record again and is applied to
+// it again, at most this many times in all.
+const recordTries = 4
 
-// lookUp is record, and reports whether the record is known (a failed
-// look-up is not: nothing may be written over what could not be read).
-func (c *Consumer) lookUp(ctx context.Context, md *jetstream.MsgMetadata, deadline time.Time) (Record, bool) {
+// lookUp returns the record of a delivery and its revision: none for a
+// first delivery, otherwise looked up, and a record of another read at the
+// same stream sequence taken for none (see own). known reports whether the
+// record was read: after a look-up that failed (logged and counted) the
+// read goes on as if nothing were recorded, the delivery count alone
+// deciding, which can only make it look older, never lose it; but nothing
+// may then be written over what could not be read.
+// The look-up ends by deadline (zero: RecordsTimeout from now) or with ctx.
+func (c *Consumer) lookUp(ctx context.Context, md *jetstream.MsgMetadata, deadline time.Time) (rec Record, rev uint64, known bool) {
 	if md.NumDelivered <= 1 {
-		return Record{}, true
+		return Record{}, 0, true
 	}
 	if limit := time.Now().Add(RecordsTimeout); deadline.IsZero() || limit.Before(deadline) {
 		deadline = limit
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	r, err := c.records.Get(ctx, md.Sequence.Stream)
+	s, err := c.records.Get(ctx, md.Sequence.Stream)
 	if err != nil {
 		c.m.recordErrors.WithLabelValues("get").Inc()
 		c.log.Warn("record look-up failed; the delivery count alone decides", slog.Uint64("stream_seq", md.Sequence.Stream), slog.Any("error", err))
+		return Record{}, 0, false
 	}
-	return r, err == nil
+	return c.own(md, s), s.Revision, true
 }
 
-// putRecord stores a read's record, logging and counting a failure.
-func (c *Consumer) putRecord(ctx context.Context, md *jetstream.MsgMetadata, r Record) error {
+// own returns the stored record when it is the record of the read md
+// describes. One of another read at the same stream sequence (the source
+// stream was deleted and re-created since it was written) is counted,
+// logged and taken for none; its revision still lets this read's record
+// replace it.
+func (c *Consumer) own(md *jetstream.MsgMetadata, s Stored) Record {
+	if s.Revision == 0 || s.Record.of(md, s.Written) {
+		return s.Record
+	}
+	c.m.mismatches.WithLabelValues(mismatchRecord).Inc()
+	c.log.Warn("record of another read at this stream sequence ignored: the stream was re-created",
+		slog.Uint64("stream_seq", md.Sequence.Stream), slog.Time("published_at", md.Timestamp),
+		slog.Time("record_published_at", s.Record.PublishedAt), slog.Time("record_written", s.Written))
+	return Record{}
+}
+
+// change applies f to the delivery's record and stores it, with the read's
+// stream timestamp, on the revision it was read at. When another writer
+// stored a record in between, it reads that one and applies f to it again
+// (counted and logged), so that two replicas never write over each other.
+// A record that could not be read (d.known false) is never written: that
+// is counted and logged. change reports whether the record was stored;
+// d.rec and d.rev are then the record as stored. The writes end with ctx
+// and within RecordsTimeout.
+func (c *Consumer) change(ctx context.Context, d *delivery, f func(*Record)) bool {
+	seq := d.md.Sequence.Stream
+	if !d.known {
+		c.m.recordSkips.Inc()
+		c.log.Warn("record not written: it could not be read first", slog.Uint64("stream_seq", seq))
+		return false
+	}
 	ctx, cancel := context.WithTimeout(ctx, RecordsTimeout)
 	defer cancel()
-	err := c.records.Put(ctx, md.Sequence.Stream, r)
-	if err != nil {
-		c.m.recordErrors.WithLabelValues("put").Inc()
-		c.log.Warn("record not stored", slog.Uint64("stream_seq", md.Sequence.Stream), slog.Any("error", err))
+	for try := 1; ; try++ {
+		r := d.rec.clone()
+		f(&r)
+		r.PublishedAt = d.md.Timestamp
+		rev, err := c.records.Put(ctx, seq, r, d.rev)
+		if err == nil {
+			d.rec, d.rev = r, rev
+			return true
+		}
+		if !errors.Is(err, ErrRecordConflict) || try == recordTries {
+			c.m.recordErrors.WithLabelValues("put").Inc()
+			c.log.Warn("record not stored", slog.Uint64("stream_seq", seq), slog.Any("error", err))
+			return false
+		}
+		c.m.recordConflicts.Inc()
+		c.log.Info("record changed by another writer since it was read; read again", slog.Uint64("stream_seq", seq), slog.Uint64("revision", d.rev))
+		s, err := c.records.Get(ctx, seq)
+		if err != nil {
+			c.m.recordErrors.WithLabelValues("get").Inc()
+			c.log.Warn("record not stored: it changed and could not be read again", slog.Uint64("stream_seq", seq), slog.Any("error", err))
+			d.known = false
+			return false
+		}
+		d.rec, d.rev = c.own(d.md, s), s.Revision
 	}
-	return err
 }

@@ -100,7 +100,7 @@ func TestSettlementTable(t *testing.T) {
 			}
 			recs := &memRecords{}
 			if tt.rec != (Record{}) {
-				require.NoError(t, recs.Put(t.Context(), 42, tt.rec))
+				recs.seed(t, 42, tt.rec)
 			}
 			dl := &fakeDeadLetter{err: tt.dlqErr, stored: func(dlq.Entry) bool { return tt.stored }}
 			graceful, stop := context.WithCancel(t.Context())
@@ -127,7 +127,7 @@ func TestSettlementTable(t *testing.T) {
 			})
 			require.NoError(t, err)
 
-			c.handle(graceful, hard, msg, c.keepers.slots[0])
+			c.handle(graceful, hard, t.Context(), msg, c.keepers.slots[0])
 
 			assert.Equal(t, tt.want, msg.settled())
 			assert.Equal(t, tt.wantHeld, c.delayer.size() == 1, "held for a retry")
@@ -138,7 +138,7 @@ func TestSettlementTable(t *testing.T) {
 			} else if assert.Len(t, copies, 1) {
 				assert.Equal(t, tt.wantCopy, fmt.Sprint(copies[0].Reason, " ", copies[0].Cause))
 			}
-			got, _ := recs.Get(t.Context(), 42)
+			got := recs.record(42)
 			switch {
 			case tt.wantCopy != "" || tt.dlqErr != nil || tt.stored:
 				require.NotNil(t, got.DeadLetter, "the decision is recorded before the copy")
@@ -175,14 +175,13 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.handle(graceful, t.Context(), msg, c.keepers.slots[0])
+		c.handle(graceful, t.Context(), t.Context(), msg, c.keepers.slots[0])
 	}()
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 	stop()
 	<-done
 	assert.Equal(t, []string{"nak"}, msg.settled())
-	got, _ := recs.Get(t.Context(), 42)
-	assert.Equal(t, uint64(1), got.HandBacks)
+	assert.Equal(t, uint64(1), recs.record(42).HandBacks)
 }
 
 // Every path of handle fits in the handler timeout, the dead-letter copy
@@ -204,7 +203,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)
 	began := time.Now()
-	c.handle(t.Context(), t.Context(), msg, c.keepers.slots[0])
+	c.handle(t.Context(), t.Context(), t.Context(), msg, c.keepers.slots[0])
 	ended := time.Now()
 
 	// The copy's deadline is the delivery's: the handler timeout from when
@@ -214,7 +213,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	assert.False(t, ended.Before(deadline), "the copy was tried until the deadline")
 	assert.Empty(t, msg.settled(), "not terminated: held, to be NAKed")
 	assert.Equal(t, 1, c.delayer.size())
-	got, _ := recs.Get(t.Context(), 42)
+	got := recs.record(42)
 	require.NotNil(t, got.DeadLetter)
 	assert.Equal(t, classify.CauseInvalidPayload, got.DeadLetter.Cause)
 }

@@ -32,6 +32,13 @@ type Topology struct {
 	AckWait       time.Duration // consumer AckWait
 	MaxAckPending int           // consumer MaxAckPending
 
+	// PullBatch is consumer.pull_batch (0: AutoPullBatch of Concurrency,
+	// HandlerTimeout and the durable's ack wait): the durable must let a
+	// pull ask for that many reads.
+	PullBatch      int
+	Concurrency    int
+	HandlerTimeout time.Duration
+
 	// Reconcile updates an existing durable, stream or bucket whose
 	// settings differ from these, instead of refusing to start (durable) or
 	// warning (streams).
@@ -66,9 +73,26 @@ type Setup struct {
 	// KeepsReads: the source stream keeps a read after its TERM (limits
 	// retention), so a truncated copy can point at the full read.
 	KeepsReads bool
+	// PullBatch is how many reads one pull asks for, as checked against
+	// the durable's max_request_batch.
+	PullBatch int
+	// PausedUntil is when the durable's pause ends (zero: not paused).
+	PausedUntil time.Time
+	// Replicas are the source stream's, the dead-letter stream's and the
+	// records bucket's.
+	Replicas Replicas
+	// Reconciled says what --reconcile changed, one line each; log each
+	// once.
+	Reconciled []string
 	// Warnings are differences between existing streams and the settings
 	// the service would have created them with; log each once.
 	Warnings []string
+}
+
+// Replicas are how many copies the server keeps of what the service bills
+// from.
+type Replicas struct {
+	Stream, DeadLetter, Records int
 }
 
 var bucketChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -141,8 +165,12 @@ func (t Topology) DLQStreamConfig() jetstream.StreamConfig {
 
 // RecordsConfig is the records bucket's configuration: one value per key,
 // kept as long as a read can stay in the source stream.
-func (t Topology) RecordsConfig() jetstream.KeyValueConfig {
-	ttl := t.MaxAge
+func (t Topology) RecordsConfig() jetstream.KeyValueConfig { return t.recordsConfig(t.MaxAge) }
+
+// recordsConfig is RecordsConfig for a source stream of max age
+// streamMaxAge (0: none, and records live 30 days).
+func (t Topology) recordsConfig(streamMaxAge time.Duration) jetstream.KeyValueConfig {
+	ttl := streamMaxAge
 	if ttl <= 0 {
 		ttl = 30 * 24 * time.Hour
 	}
@@ -179,38 +207,44 @@ func Lookup(ctx context.Context, js jetstream.JetStream, t Topology) (*Setup, er
 
 func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool) (*Setup, error) {
 	s := &Setup{}
-	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, s)
+	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, streamFindings, s)
 	if err != nil {
 		return nil, err
 	}
 	s.KeepsReads = src.Config.Retention == jetstream.LimitsPolicy
-	dl, err := t.stream(ctx, js, t.DLQStreamConfig(), "dead-letter stream", create, s)
+	dl, err := t.stream(ctx, js, t.DLQStreamConfig(), "dead-letter stream", create, deadLetterFindings, s)
 	if err != nil {
 		return nil, err
 	}
 	s.DeadLetterWindow = dl.Config.Duplicates
 	s.MaxCopySize = max(int(dl.Config.MaxMsgSize), 0)
-	kv, err := t.bucket(ctx, js, create)
+	kv, replicas, err := t.bucket(ctx, js, src.Config.MaxAge, create, s)
 	if err != nil {
 		return nil, err
 	}
 	s.Records = KVRecords{KV: kv}
-	cons, err := t.durable(ctx, js, src.Config.Subjects, create)
+	s.Replicas = Replicas{Stream: src.Config.Replicas, DeadLetter: dl.Config.Replicas, Records: replicas}
+	cons, err := t.durable(ctx, js, src.Config.Subjects, create, s)
 	if err != nil {
 		return nil, err
 	}
 	info := cons.CachedInfo()
 	s.Consumer, s.AckWait, s.MaxAckPending = cons, info.Config.AckWait, info.Config.MaxAckPending
+	s.PullBatch = t.pullBatch(info.Config.AckWait)
+	if info.Paused && info.Config.PauseUntil != nil {
+		s.PausedUntil = *info.Config.PauseUntil
+	}
 	return s, nil
 }
 
-// stream finds (or creates) a stream and notes how it differs from want.
-func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, what string, create bool, s *Setup) (*jetstream.StreamInfo, error) {
+// stream finds (or creates) a stream and checks it (see converge).
+func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, what string, create bool,
+	check func(have, want jetstream.StreamConfig) []finding, s *Setup) (*jetstream.StreamInfo, error) {
 	st, err := js.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound) && create:
 		if st, err = js.CreateStream(ctx, want); err != nil {
-			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, err)
+			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, replicasRefused(err, want.Replicas))
 		}
 		return st.CachedInfo(), nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -218,46 +252,53 @@ func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetst
 	case err != nil:
 		return nil, fmt.Errorf("look up %s %s: %w", what, want.Name, err)
 	}
-	info := st.CachedInfo()
-	diffs := streamDiffs(info.Config, want)
-	if len(diffs) > 0 && t.Reconcile {
-		if _, err := js.UpdateStream(ctx, reconciled(info.Config, want)); err != nil {
-			return nil, fmt.Errorf("reconcile %s %s (%v): %w", what, want.Name, diffs, err)
-		}
-		return t.stream(ctx, js, want, what, false, s)
-	}
-	for _, d := range diffs {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s: %s (left as it is; --reconcile would change it)", what, want.Name, d))
-	}
-	return info, nil
+	return t.converge(ctx, js, what+" "+want.Name, st.CachedInfo(),
+		func(have jetstream.StreamConfig) []finding { return check(have, want) }, s)
 }
 
-// bucket finds (or creates) the records bucket.
-func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, create bool) (jetstream.KeyValue, error) {
-	cfg := t.RecordsConfig()
+// bucket finds (or creates) the records bucket, whose TTL follows the
+// source stream's own max age, and checks it (see recordsFindings). It
+// returns the bucket's replicas too.
+func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, streamMaxAge time.Duration, create bool, s *Setup) (jetstream.KeyValue, int, error) {
+	cfg := t.recordsConfig(streamMaxAge)
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound) && create:
 		if kv, err = js.CreateKeyValue(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, err)
+			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, replicasRefused(err, cfg.Replicas))
 		}
+		return kv, cfg.Replicas, nil
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		return nil, fmt.Errorf("records bucket %s: %w (create it with `nats kv add %s --history 1 --ttl %s`, or start with --create-streams): %w",
+		return nil, 0, fmt.Errorf("records bucket %s: %w (create it with `nats kv add %s --history 1 --ttl %s`, or start with --create-streams): %w",
 			cfg.Bucket, ErrMissing, cfg.Bucket, cfg.TTL, err)
 	case err != nil:
-		return nil, fmt.Errorf("look up records bucket %s: %w", cfg.Bucket, err)
+		return nil, 0, fmt.Errorf("look up records bucket %s: %w", cfg.Bucket, err)
 	}
-	return kv, nil
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("look up records bucket %s: %w", cfg.Bucket, err)
+	}
+	status, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil, 0, fmt.Errorf("records bucket %s: its status is a %T, not a JetStream bucket's", cfg.Bucket, st)
+	}
+	info, err := t.converge(ctx, js, "records bucket "+cfg.Bucket, status.StreamInfo(), func(have jetstream.StreamConfig) []finding {
+		return recordsFindings(have, cfg, t.Stream, streamMaxAge)
+	}, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	return kv, info.Config.Replicas, nil
 }
 
 // durable finds (or creates) the durable consumer and checks it.
-func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSubjects []string, create bool) (jetstream.Consumer, error) {
+func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSubjects []string, create bool, s *Setup) (jetstream.Consumer, error) {
 	want := t.ConsumerConfig()
 	cons, err := js.Consumer(ctx, t.Stream, t.Durable)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && create:
 		if cons, err = js.CreateConsumer(ctx, t.Stream, want); err != nil {
-			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, err)
+			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, replicasRefused(err, want.Replicas))
 		}
 		return cons, nil
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -266,22 +307,39 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 		return nil, fmt.Errorf("look up consumer %s on stream %s: %w", t.Durable, t.Stream, err)
 	}
 	have := cons.CachedInfo().Config
-	fixable, fatal := checkDurable(have, want, streamSubjects)
+	fixable, fatal := checkDurable(have, want, streamSubjects, t.pullBatch(have.AckWait))
 	if len(fatal) > 0 {
 		return nil, fmt.Errorf("consumer %s on stream %s: %w: %s", t.Durable, t.Stream, ErrMismatch, joinProblems(append(fatal, fixable...)))
 	}
-	if len(fixable) == 0 {
+	if !t.Reconcile {
+		if len(fixable) > 0 {
+			return nil, fmt.Errorf("consumer %s on stream %s: %w: %s; or start with --reconcile to update the durable",
+				t.Durable, t.Stream, ErrMismatch, joinProblems(fixable))
+		}
 		return cons, nil
 	}
-	if !t.Reconcile {
-		return nil, fmt.Errorf("consumer %s on stream %s: %w: %s; or start with --reconcile to update the durable",
-			t.Durable, t.Stream, ErrMismatch, joinProblems(fixable))
+	if len(fixable) == 0 && have.AckWait == want.AckWait && have.MaxAckPending == want.MaxAckPending {
+		return cons, nil
 	}
-	upd := have
-	upd.MaxDeliver, upd.BackOff, upd.AckWait, upd.MaxAckPending = -1, nil, want.AckWait, want.MaxAckPending
-	upd.FilterSubject, upd.FilterSubjects = "", want.FilterSubjects
+	upd := reconciledDurable(have, want, t.pullBatch(want.AckWait))
 	if cons, err = js.UpdateConsumer(ctx, t.Stream, upd); err != nil {
 		return nil, fmt.Errorf("reconcile consumer %s on stream %s (%s): %w", t.Durable, t.Stream, joinProblems(fixable), err)
 	}
+	for _, f := range fixable {
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: %s (changed by --reconcile)", t.Durable, t.Stream, f))
+	}
+	if have.AckWait != want.AckWait || have.MaxAckPending != want.MaxAckPending {
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: ack wait %s and max ack pending %d set to %s and %d (changed by --reconcile)",
+			t.Durable, t.Stream, have.AckWait, have.MaxAckPending, want.AckWait, want.MaxAckPending))
+	}
 	return cons, nil
+}
+
+// pullBatch is how many reads one pull asks for on a durable of the given
+// ack wait: consumer.pull_batch, or AutoPullBatch, as the Consumer takes it.
+func (t Topology) pullBatch(ackWait time.Duration) int {
+	if t.PullBatch > 0 {
+		return t.PullBatch
+	}
+	return AutoPullBatch(t.Concurrency, t.HandlerTimeout, ackWait)
 }

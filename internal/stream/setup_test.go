@@ -40,6 +40,20 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			}},
 		{"ack none", func(c *jetstream.ConsumerConfig) { c.AckPolicy = jetstream.AckNonePolicy },
 			"ack_policy is AckNone", false, nil},
+		{"headers only", func(c *jetstream.ConsumerConfig) { c.HeadersOnly = true },
+			"headers_only is true: every read would arrive without its body", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.False(t, c.HeadersOnly) }},
+		{"max request batch", func(c *jetstream.ConsumerConfig) { c.MaxRequestBatch = 10 },
+			"max_request_batch is 10, below the 32 reads one pull asks for", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, 32, c.MaxRequestBatch) }},
+		{"max request expires", func(c *jetstream.ConsumerConfig) { c.MaxRequestExpires = time.Second },
+			"max_request_expires is 1s, below the 5s a pull waits on the server", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) {
+				assert.Equal(t, stream.PullExpiry, c.MaxRequestExpires)
+			}},
+		{"unlimited ack pending", func(c *jetstream.ConsumerConfig) { c.MaxAckPending = -1 },
+			"max_ack_pending is -1 (unlimited)", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, 10000, c.MaxAckPending) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
