@@ -1,9 +1,6 @@
 package stream
 
 import (
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -144,7 +141,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		readAge: f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Name: "settled_read_age_seconds",
-			Help:    "Age of a read when settled for good, from its stream timestamp, by outcome: ack (billed) or term (dead-lettered). The billing SLO's measure.",
+			Help:    "Age of a read when settled for good, from its stream timestamp on the server's clock, by outcome: ack (billed) or term (dead-lettered). The billing SLO's measure.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400},
 		}, []string{"outcome"}),
 		inFlight: f.NewGauge(prometheus.GaugeOpts{
@@ -215,12 +212,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.settleErrors.WithLabelValues(op)
 	}
 	return m
-}
-
-// aged observes the age of a read settled for good (ack or term) at now,
-// from its stream timestamp.
-func (m *Metrics) aged(o Outcome, md *jetstream.MsgMetadata, now time.Time) {
-	m.readAge.WithLabelValues(string(o)).Observe(max(now.Sub(md.Timestamp), 0).Seconds())
 }
 
 func (m *Metrics) settled(o Outcome, seconds float64) {

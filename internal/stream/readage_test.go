@@ -8,13 +8,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/clock"
 )
 
 // TestSettledReadAge: a read's age when settled for good is observed from
-// its stream timestamp to the consumer's clock, by outcome: acked reads
-// (billed) under ack, dead-lettered ones under term; NAKs are not settled
-// for good and are not observed. The clock runs 10 minutes ahead of the
-// server's, so every age lands in (600s, 900s].
+// its stream timestamp, on the server's clock (the one that stamped it), by
+// outcome: acked reads (billed) under ack, dead-lettered ones under term;
+// NAKs are not settled for good and are not observed. This machine's wall
+// clock is 10 minutes ahead: on it every age would land in (600s, 900s];
+// on the server's they are under 5s.
 func TestSettledReadAge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(n int, key string) (int, http.Header) {
@@ -26,8 +29,10 @@ func TestSettledReadAge(t *testing.T) {
 		}
 		return http.StatusOK, nil
 	})
+	clk := clock.NewStepping()
+	clk.Step(10 * time.Minute)
 	o := e.options(1)
-	o.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	o.Clock = clk
 	e.start(o)
 	for i := range 3 {
 		e.publish("meter.reads.north", read("MTR-1", i), nil)
@@ -39,8 +44,7 @@ func TestSettledReadAge(t *testing.T) {
 	mfs, err := e.reg.Gather()
 	require.NoError(t, err)
 	type got struct {
-		count        uint64
-		le600, le900 uint64
+		count, le5, le900 uint64
 	}
 	byOutcome := map[string]got{}
 	for _, mf := range mfs {
@@ -51,8 +55,8 @@ func TestSettledReadAge(t *testing.T) {
 			h, g := m.GetHistogram(), got{count: m.GetHistogram().GetSampleCount()}
 			for _, b := range h.GetBucket() {
 				switch b.GetUpperBound() {
-				case 600:
-					g.le600 = b.GetCumulativeCount()
+				case 5:
+					g.le5 = b.GetCumulativeCount()
 				case 900:
 					g.le900 = b.GetCumulativeCount()
 				}
@@ -60,5 +64,5 @@ func TestSettledReadAge(t *testing.T) {
 			byOutcome[m.GetLabel()[0].GetValue()] = g
 		}
 	}
-	assert.Equal(t, map[string]got{"ack": {count: 4, le600: 0, le900: 4}, "term": {count: 1, le600: 0, le900: 1}}, byOutcome)
+	assert.Equal(t, map[string]got{"ack": {count: 4, le5: 4, le900: 4}, "term": {count: 1, le5: 1, le900: 1}}, byOutcome)
 }
