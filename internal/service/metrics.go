@@ -44,7 +44,7 @@ func NewStateMetrics(reg prometheus.Registerer) *StateMetrics {
 		return b2f(ok)
 	})
 	reg.MustRegister(notConsuming{r: m.ready, desc: prometheus.NewDesc("meter_consumer_not_consuming",
-		"1 for the reason this replica does not consume (starting, connecting, refused, streams, disconnected, stopped), 0 for the others; all 0 while it consumes.",
+		"1 for the reason this replica does not consume (starting, connecting, refused, streams, disconnected, paused, stopped), 0 for the others; all 0 while it consumes.",
 		[]string{"reason"}, nil)})
 	return m
 }

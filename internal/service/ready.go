@@ -12,12 +12,13 @@ const (
 	WhyRefused      = "refused"      // NATS refused the connection (credentials, account, certificate)
 	WhyStreams      = "streams"      // a stream, the records bucket or the durable is missing or not readable
 	WhyDisconnected = "disconnected" // was consuming; the connection is lost and being re-established
+	WhyPaused       = "paused"       // the durable is paused: the server delivers nothing until the pause ends
 	WhyStopped      = "stopped"      // connected, but the pipeline does not consume (stopping, or it ended)
 )
 
 // Reasons returns every reason a replica may give for not consuming.
 func Reasons() []string {
-	return []string{WhyStarting, WhyConnecting, WhyRefused, WhyStreams, WhyDisconnected, WhyStopped}
+	return []string{WhyStarting, WhyConnecting, WhyRefused, WhyStreams, WhyDisconnected, WhyPaused, WhyStopped}
 }
 
 // readiness is what /readyz says and what meter_consumer_consuming

@@ -160,8 +160,11 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 	ready.whyNot(func() string {
-		if !nc.IsConnected() {
+		switch {
+		case !nc.IsConnected():
 			return WhyDisconnected
+		case consumer.Consuming() && sm.topo.paused(time.Now()):
+			return WhyPaused
 		}
 		return WhyStopped
 	})
