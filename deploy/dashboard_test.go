@@ -221,7 +221,7 @@ func TestDashboardPanels(t *testing.T) {
 		{"Dead-letter publish errors and rejections", "timeseries", []string{"meter_consumer_dead_letter_publish_errors_total{", "meter_consumer_dead_letter_rejections_total{"}},
 		{"Settle errors, hand-backs and record errors", "timeseries", []string{"meter_consumer_settle_errors_total{", "by (op)", "meter_consumer_hand_backs_total{", "meter_consumer_record_errors_total{"}},
 		{"Throughput by replica", "timeseries", []string{"by (pod)"}},
-		{"Ack pending", "stat", []string{"meter_consumer_ack_pending_messages{", "/ max(meter_consumer_max_ack_pending{"}},
+		{"Ack pending", "stat", []string{"meter_consumer_ack_pending_messages{", "/ max by (stream, durable) (meter_consumer_max_ack_pending{"}},
 		{"Oldest unsettled read", "timeseries", []string{"meter_consumer_oldest_unacked_age_seconds{", "meter_consumer_stream_max_age_seconds{"}},
 		{"Stream usage", "timeseries", []string{"meter_consumer_stream_messages{", "meter_consumer_stream_max_messages{", "meter_consumer_stream_bytes{", "meter_consumer_stream_max_bytes{"}},
 		{"Resident memory by replica", "timeseries", []string{"process_resident_memory_bytes{"}},
@@ -255,4 +255,28 @@ func TestDashboardPanels(t *testing.T) {
 		texts[k] = v.Text
 	}
 	assert.Equal(t, map[string]string{"0": "closed", "1": "open", "2": "half-open"}, texts)
+}
+
+// TestDashboardTellsFleetsApart: the fleet-wide gauges (a durable's
+// backlog, a stream's size and limits) are taken with max per stream and
+// durable, never across them: with one fleet per partition in a namespace,
+// a bare max would show the largest partition's backlog as the only one.
+func TestDashboardTellsFleetsApart(t *testing.T) {
+	t.Parallel()
+	maxBy := regexp.MustCompile(`\bmax\s*(?:by\s*\(([^)]*)\))?\s*\(`)
+	n := 0
+	for _, p := range readDashboard(t).allPanels() {
+		for _, tg := range p.Targets {
+			for _, m := range maxBy.FindAllStringSubmatch(tg.Expr, -1) {
+				n++
+				if strings.Contains(m[1], "pod") {
+					continue // per replica
+				}
+				assert.Contains(t, m[1], "stream", "%s: %s", p.Title, tg.Expr)
+				assert.Contains(t, m[1], "durable", "%s: %s", p.Title, tg.Expr)
+				assert.Contains(t, tg.LegendFormat, "{{stream}}", "%s: the legend names the fleet", p.Title)
+			}
+		}
+	}
+	assert.Greater(t, n, 10)
 }

@@ -3,8 +3,10 @@ package deploy_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"maps"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,80 +19,10 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
-
-// jsz is what KEDA's nats-jetstream scaler decodes from /jsz
-// (kedacore/keda pkg/scalers/nats_jetstream_scaler.go, jetStreamEndpointResponse
-// and the types under it): the same JSON names, only the fields it reads.
-type jsz struct {
-	Accounts []struct {
-		Name    string `json:"name"`
-		Streams []struct {
-			Name  string `json:"name"`
-			State struct {
-				LastSequence int64 `json:"last_seq"`
-			} `json:"state"`
-			Consumers []struct {
-				Name          string `json:"name"`
-				NumAckPending int    `json:"num_ack_pending"`
-				NumPending    int    `json:"num_pending"`
-				Cluster       struct {
-					Leader string `json:"leader"`
-				} `json:"cluster"`
-			} `json:"consumer_detail"`
-		} `json:"stream_detail"`
-	} `json:"account_details"`
-	MetaCluster struct {
-		ClusterSize int `json:"cluster_size"`
-	} `json:"meta_cluster"`
-}
-
-// kedaURL is the scaler's getNATSJetStreamMonitoringURL with useHttps false:
-// the account goes in as written, unescaped.
-func kedaURL(endpoint, account string) string {
-	return fmt.Sprintf("http://%s/jsz?acc=%s&consumers=true&config=true", endpoint, account)
-}
-
-// kedaLag is the lag the scaler reports (setNATSJetStreamMonitoringData,
-// then getMaxMsgLag): num_pending + num_ack_pending of the consumer; the
-// stream's last sequence when the stream is found without the consumer; 0
-// when not even the stream is found (it keeps an empty stream detail, and
-// the fleet stays at minReplicaCount). leader is the consumer's leader.
-func kedaLag(r jsz, account, stream, consumer string) (lag int64, found bool, leader string) {
-	for _, a := range r.Accounts {
-		if a.Name != account {
-			continue
-		}
-		for _, s := range a.Streams {
-			if s.Name != stream {
-				continue
-			}
-			for _, c := range s.Consumers {
-				if c.Name == consumer {
-					return int64(c.NumPending + c.NumAckPending), true, c.Cluster.Leader
-				}
-			}
-			return s.State.LastSequence, false, ""
-		}
-	}
-	return 0, false, ""
-}
-
-// getJSON decodes the JSON answer to a GET of url into out. It returns its
-// error rather than failing the test: it runs inside Eventually's condition.
-func getJSON(url string, out any) error {
-	resp, err := client.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
 
 // trigger returns the ScaledObject's nats-jetstream trigger metadata.
 func trigger(t *testing.T) map[string]string {
@@ -124,9 +56,12 @@ func backlog(t *testing.T, js jetstream.JetStream, md map[string]string, replica
 }
 
 // TestKEDAFindsTheDurableInOperatorMode: against a server in operator mode
-// (the .creds the Deployment mounts), KEDA's query with account $G finds no
-// account and reports lag 0, so the fleet would stay at its minimum; with the
-// account's public key it finds the durable and its lag.
+// (the .creds the Deployment mounts), KEDA v2.20's scaler with account $G
+// finds no account, and that is an error (before v2.20 it read as lag 0 and
+// the fleet stayed at its minimum); a consumer it does not find is an error
+// too (before, the stream's last sequence: the maximum). Errors count
+// towards the ScaledObject's fallback. With the account's public key it
+// finds the durable and its lag, 20 pending + 5 ack pending.
 func TestKEDAFindsTheDurableInOperatorMode(t *testing.T) {
 	t.Parallel()
 	md := trigger(t)
@@ -184,48 +119,228 @@ func TestKEDAFindsTheDurableInOperatorMode(t *testing.T) {
 	require.True(t, validAccount(info.Data.Account))
 
 	tests := []struct {
-		account string
-		wantLag int64
-		found   bool
+		name     string
+		account  string
+		consumer string
+		wantLag  int64
+		wantErr  string
 	}{
-		{account: "$G", wantLag: 0, found: false}, // what the manifest shipped before: scales on 0
-		{account: info.Data.Account, wantLag: 25, found: true},
+		{name: "the global account, what the manifest shipped two versions ago", account: "$G", consumer: md["consumer"],
+			wantErr: `consumer "meter-consumer" not found in stream "METER_READS"`},
+		{name: "the account's public key", account: info.Data.Account, consumer: md["consumer"], wantLag: 25},
+		{name: "a consumer that does not exist", account: info.Data.Account, consumer: "meter-consumer-typo",
+			wantErr: `consumer "meter-consumer-typo" not found in stream "METER_READS"`},
 	}
 	for _, tt := range tests {
-		// The server's pending count can trail the stored messages for a
-		// moment: ask until the answer settles.
-		var r jsz
-		var lag int64
-		var found bool
-		assert.Eventually(t, func() bool {
-			r = jsz{}
-			if getJSON(kedaURL(endpoint, tt.account), &r) != nil {
-				return false
-			}
-			lag, found, _ = kedaLag(r, tt.account, md["stream"], md["consumer"])
-			return found == tt.found && lag == tt.wantLag
-		}, 5*time.Second, 20*time.Millisecond, "account %s: found %v, lag %d", tt.account, &found, &lag)
-		assert.Zero(t, r.MetaCluster.ClusterSize, "standalone: the scaler asks no other server")
+		t.Run(tt.name, func(t *testing.T) {
+			tmd := maps.Clone(md)
+			tmd["account"], tmd["consumer"] = tt.account, tt.consumer
+			tmd["natsServerMonitoringEndpoint"] = endpoint
+			meta, err := kedaParse(tmd)
+			require.NoError(t, err)
+			// The server's pending count can trail the stored messages for
+			// a moment: poll until the answer settles, as KEDA would.
+			var lag int64
+			assert.Eventually(t, func() bool {
+				lag, err = newKEDAScaler(meta, client).lag(t.Context())
+				if tt.wantErr != "" {
+					return err != nil && err.Error() == tt.wantErr
+				}
+				return err == nil && lag == tt.wantLag
+			}, 5*time.Second, 20*time.Millisecond, "lag %d, error %v", &lag, &err)
+		})
 	}
 }
 
-// TestKEDAFindsTheConsumerLeader: in a three-node cluster every server's
-// /jsz lists the durable, followers included, with the name of its leader;
-// the scaler (cluster_size > 1) asks each server in turn and keeps the
-// answer of the one whose /varz server_name is that leader. It reaches each
-// server by its own name, which is why the endpoint must be the StatefulSet's
-// headless service (docs/OPERATIONS.md, "Scaling"). A follower's numbers are
-// not the leader's: with nats-server v2.15.2 a follower reports num_pending 0,
-// so its lag is the ack pending alone.
+// TestKEDAParsesTheTrigger: the base's trigger has no account, which KEDA
+// v2.20 refuses to build a scaler for (so the ScaledObject is not ready
+// and no HPA is made: the base does not scale without an overlay that sets
+// the account); the example overlay's, rendered, has one; stream and
+// consumer are required.
+func TestKEDAParsesTheTrigger(t *testing.T) {
+	t.Parallel()
+	base := trigger(t)
+	withAccount := maps.Clone(base)
+	withAccount["account"] = "ADGGCEKZ6JJG6IYA5DAU7NRRDW73VHQZXFQGUCSFQCDVMFU6W6IJ2FU5"
+	noConsumer := maps.Clone(withAccount)
+	delete(noConsumer, "consumer")
+	tests := []struct {
+		name    string
+		give    map[string]string
+		wantErr string
+		wantURL string
+	}{
+		{name: "the base, as shipped", give: base, wantErr: "no account name or id given"},
+		{name: "an account set", give: withAccount,
+			wantURL: "http://nats-headless.nats.svc.cluster.local:8222/jsz?acc=ADGGCEKZ6JJG6IYA5DAU7NRRDW73VHQZXFQGUCSFQCDVMFU6W6IJ2FU5&config=true&consumers=true"},
+		{name: "no consumer", give: noConsumer, wantErr: `missing required parameter "consumer"`},
+	}
+	for _, tt := range tests {
+		meta, err := kedaParse(tt.give)
+		if tt.wantErr != "" {
+			assert.ErrorContains(t, err, tt.wantErr, tt.name)
+			continue
+		}
+		require.NoError(t, err, tt.name)
+		assert.Equal(t, tt.wantURL, meta.monitoringURL, tt.name)
+		assert.Equal(t, int64(1000), meta.lagThreshold, tt.name)
+	}
+	if _, err := exec.LookPath("kubectl"); err == nil {
+		so := renderedScaledObject(t, filepath.Join("overlays", "example"))
+		_, err := kedaParse(so.Spec.Triggers[0].Metadata)
+		assert.NoError(t, err, "the example overlay's trigger builds a scaler")
+	}
+}
+
+// TestKEDAFindsTheConsumerLeader: in a three-node cluster whose servers do
+// not advertise client URLs (no_advertise), as a StatefulSet behind a
+// headless service, KEDA v2.20 asks the endpoint's /jsz; seeing
+// cluster_size 3 it reads the endpoint's /varz, takes each route URL's first
+// label as a server's name, asks <name>.<the endpoint's host:port>/jsz in
+// turn, and keeps the answer of the server that is the consumer's leader
+// (its name equal to the consumer's cluster.leader); the next poll asks that
+// server alone. So the route URLs must name the pods under the headless
+// service, and the pods' server_name must be their name: a test DNS
+// resolves only those names. A follower's numbers are not the leader's:
+// with nats-server v2.15.2 a follower reports num_pending 0.
 func TestKEDAFindsTheConsumerLeader(t *testing.T) {
 	t.Parallel()
 	md := trigger(t)
+	md["account"] = "$G" // a server without accounts
+	const headless = "nats-headless.nats.svc.cluster.local"
+	nodes := make([]*server.Options, 3)
+	var local, named []string
+	for i := range nodes {
+		o := natstest.Options(t.TempDir())
+		o.ServerName = fmt.Sprintf("nats-%d", i)
+		o.HTTPHost, o.HTTPPort = "127.0.0.1", -1
+		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: freePortInt(t), NoAdvertise: true}
+		local = append(local, fmt.Sprintf("nats://127.0.0.1:%d", o.Cluster.Port))
+		named = append(named, fmt.Sprintf("nats://nats-%d.%s:6222", i, headless))
+		nodes[i] = o
+	}
+	// nats-0, the one the endpoint answers for, lists its routes by name, as
+	// a StatefulSet's configuration does (it cannot resolve them here: the
+	// others dial it); the others list them by address.
+	nodes[0].Routes = server.RoutesFromStr(strings.Join(named, ","))
+	var servers []*server.Server
+	for i, o := range nodes {
+		if i > 0 {
+			o.Routes = server.RoutesFromStr(strings.Join(local, ","))
+		}
+		servers = append(servers, natstest.Start(t, o))
+	}
+	_, js := natstest.Connect(t, servers[0])
+	require.Eventually(t, func() bool {
+		_, err := js.AccountInfo(t.Context())
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "JetStream cluster never came up")
+	backlog(t, js, md, 3)
+
+	names := map[string]string{headless + ":8222": servers[0].MonitorAddr().String()}
+	for i, s := range servers {
+		names[fmt.Sprintf("nats-%d.%s:8222", i, headless)] = s.MonitorAddr().String()
+	}
+	md["natsServerMonitoringEndpoint"] = headless + ":8222"
+	meta, err := kedaParse(md)
+	require.NoError(t, err)
+	var (
+		scaler *kedaScaler
+		lag    int64
+		asked  []string
+	)
+	require.Eventually(t, func() bool {
+		scaler = newKEDAScaler(meta, resolving(names))
+		lag, err = scaler.lag(t.Context())
+		asked = scaler.takeAsked()
+		return err == nil && lag == 25
+	}, 10*time.Second, 100*time.Millisecond, "the leader's lag, 20 pending + 5 ack pending: lag %d, error %v, asked %v", &lag, &err, &asked)
+
+	query := "?acc=%24G&config=true&consumers=true"
+	leader := scaler.leader
+	require.Regexp(t, `^nats-[012]$`, leader)
+	want := []string{"http://" + headless + ":8222/jsz" + query, "http://" + headless + ":8222/varz"}
+	for i := range servers {
+		name := fmt.Sprintf("nats-%d", i)
+		want = append(want, "http://"+name+"."+headless+":8222/jsz"+query)
+		if name == leader {
+			break
+		}
+	}
+	assert.Equal(t, want, asked, "the endpoint, its /varz, then each server by name up to the leader (%s)", leader)
+
+	// The next poll asks the leader alone, by the name it was found at.
+	lag, err = scaler.lag(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, int64(25), lag)
+	assert.Equal(t, []string{"http://" + leader + "." + headless + ":8222/jsz" + query}, scaler.takeAsked())
+
+	// A follower's own answer: only its ack pending (once it has caught up
+	// with the leader's).
+	for i, s := range servers {
+		if fmt.Sprintf("nats-%d", i) == leader {
+			continue
+		}
+		fmd := maps.Clone(md)
+		fmd["natsServerMonitoringEndpoint"] = s.MonitorAddr().String()
+		fmeta, err := kedaParse(fmd)
+		require.NoError(t, err)
+		var got string
+		assert.Eventually(t, func() bool {
+			var r jsz
+			f := newKEDAScaler(fmeta, client)
+			if f.get(t.Context(), fmeta.monitoringURL, &r) != nil || !f.set(r, "") {
+				return false
+			}
+			c := f.stream.Consumers[0]
+			got = fmt.Sprintf("leader %s, pending %d, ack pending %d", c.Cluster.Leader, c.NumPending, c.NumAckPending)
+			return c.Cluster.Leader == leader && c.NumPending == 0 && c.NumAckPending == 5
+		}, 10*time.Second, 50*time.Millisecond, "nats-%d, a follower, names the leader and reports only the ack pending: %s", i, &got)
+	}
+
+	// A DNS without the pods' names (the endpoint a client Service, the
+	// StatefulSet without its headless service): KEDA cannot reach the
+	// servers it builds names for, an error, and the ScaledObject falls back.
+	_, err = newKEDAScaler(meta, resolving(map[string]string{headless + ":8222": names[headless+":8222"]})).lag(t.Context())
+	assert.ErrorContains(t, err, "no such host")
+}
+
+// renderedScaledObject renders dir and returns its one ScaledObject.
+func renderedScaledObject(t *testing.T, dir string) scaledObject {
+	t.Helper()
+	kinds := kustomize(t, dir)
+	require.Len(t, kinds["ScaledObject"], 1)
+	var so scaledObject
+	require.NoError(t, k8syaml.UnmarshalStrict([]byte(kinds["ScaledObject"][0]), &so))
+	require.Len(t, so.Spec.Triggers, 1)
+	return so
+}
+
+func freePortInt(t *testing.T) int {
+	t.Helper()
+	var p int
+	_, err := fmt.Sscan(freePort(t), &p)
+	require.NoError(t, err)
+	return p
+}
+
+// TestKEDAFindsTheLeaderByAdvertisedURLs: servers that advertise client
+// URLs (client_advertise: a pod's name under the headless service) take
+// KEDA v2.20's other path: each connect_urls host, on the endpoint's port,
+// is asked for its /varz (its server_name) and its /jsz, until the
+// consumer's leader; the next poll asks the leader alone.
+func TestKEDAFindsTheLeaderByAdvertisedURLs(t *testing.T) {
+	t.Parallel()
+	md := trigger(t)
+	md["account"] = "$G"
+	const headless = "nats-headless.nats.svc.cluster.local"
 	nodes := make([]*server.Options, 3)
 	var routes []string
 	for i := range nodes {
 		o := natstest.Options(t.TempDir())
 		o.ServerName = fmt.Sprintf("nats-%d", i)
 		o.HTTPHost, o.HTTPPort = "127.0.0.1", -1
+		o.ClientAdvertise = fmt.Sprintf("nats-%d.%s:4222", i, headless)
 		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: freePortInt(t)}
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", o.Cluster.Port))
 		nodes[i] = o
@@ -242,56 +357,43 @@ func TestKEDAFindsTheConsumerLeader(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "JetStream cluster never came up")
 	backlog(t, js, md, 3)
 
-	type answer struct {
-		lag          int64
-		found        bool
-		leader, name string
-		size         int
+	names := map[string]string{headless + ":8222": servers[0].MonitorAddr().String()}
+	hosts := map[string]bool{headless + ":8222": true}
+	for i, s := range servers {
+		h := fmt.Sprintf("nats-%d.%s:8222", i, headless)
+		names[h], hosts[h] = s.MonitorAddr().String(), true
 	}
-	var got []answer
-	require.Eventually(t, func() bool {
-		got = got[:0]
-		for _, s := range servers {
-			var v struct {
-				ServerName string `json:"server_name"`
-			}
-			var r jsz
-			if getJSON("http://"+s.MonitorAddr().String()+"/varz", &v) != nil ||
-				getJSON(kedaURL(s.MonitorAddr().String(), "$G"), &r) != nil {
-				return false
-			}
-			a := answer{name: v.ServerName, size: r.MetaCluster.ClusterSize}
-			a.lag, a.found, a.leader = kedaLag(r, "$G", md["stream"], md["consumer"])
-			got = append(got, a)
-		}
-		for _, a := range got {
-			want := int64(5) // a follower
-			if a.leader == a.name {
-				want = 25
-			}
-			if !a.found || a.leader == "" || a.size != 3 || a.lag != want {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 100*time.Millisecond, "every server lists the durable with its leader, the leader lag 25, the followers 5: %+v", &got)
-	leaders := 0
-	for _, a := range got {
-		assert.Equal(t, got[0].leader, a.leader, "the servers agree on the leader")
-		if a.name == a.leader {
-			leaders++
-			assert.Equal(t, int64(25), a.lag, "the leader: 20 pending + 5 ack pending")
-		} else {
-			assert.Equal(t, int64(5), a.lag, "%s, a follower: num_pending 0, only the ack pending", a.name)
-		}
-	}
-	assert.Equal(t, 1, leaders, "one server is the leader: %+v", got)
-}
-
-func freePortInt(t *testing.T) int {
-	t.Helper()
-	var p int
-	_, err := fmt.Sscan(freePort(t), &p)
+	md["natsServerMonitoringEndpoint"] = headless + ":8222"
+	meta, err := kedaParse(md)
 	require.NoError(t, err)
-	return p
+	var (
+		scaler *kedaScaler
+		lag    int64
+		asked  []string
+	)
+	require.Eventually(t, func() bool {
+		scaler = newKEDAScaler(meta, resolving(names))
+		lag, err = scaler.lag(t.Context())
+		asked = scaler.takeAsked()
+		return err == nil && lag == 25
+	}, 10*time.Second, 100*time.Millisecond, "the leader's lag: lag %d, error %v, asked %v", &lag, &err, &asked)
+
+	query := "?acc=%24G&config=true&consumers=true"
+	leaderURL := "http://" + scaler.leader + "." + headless + ":8222/jsz" + query
+	t.Logf("leader %s, asked %v", scaler.leader, asked)
+	require.GreaterOrEqual(t, len(asked), 4, "%v", asked)
+	assert.Equal(t, []string{"http://" + headless + ":8222/jsz" + query, "http://" + headless + ":8222/varz"}, asked[:2])
+	for i := 2; i+1 < len(asked); i += 2 {
+		u, err := url.Parse(asked[i])
+		require.NoError(t, err)
+		assert.True(t, hosts[u.Host], "%s: a host KEDA builds from connect_urls", asked[i])
+		assert.Equal(t, "/varz", u.Path, "a server's name first")
+		assert.Equal(t, "http://"+u.Host+"/jsz"+query, asked[i+1], "then its /jsz")
+	}
+	assert.Equal(t, leaderURL, asked[len(asked)-1], "the last asked is the leader")
+
+	lag, err = scaler.lag(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, int64(25), lag)
+	assert.Equal(t, []string{leaderURL}, scaler.takeAsked(), "the next poll asks the leader alone")
 }

@@ -160,18 +160,31 @@ func TestMarkdownAnchors(t *testing.T) {
 		"scale-keda-maxackpending": true}, got)
 }
 
-// TestAlertsSelectTheJob: every series an alert selects is restricted to the
-// job meter-consumer, so another job's metrics can neither fire nor hide it.
+// TestAlertsSelectTheJob: every series of the consumer's, or recorded from
+// them, that an alert selects is restricted to the job meter-consumer, so
+// another job's metrics can neither fire nor hide it. An alert on KEDA's
+// series selects the consumer's ScaledObjects instead.
 func TestAlertsSelectTheJob(t *testing.T) {
 	t.Parallel()
 	for _, a := range alerts(t) {
-		ms := consumerSelector.FindAllStringSubmatch(a.Expr, -1)
+		if ks := kedaSelector.FindAllStringSubmatch(a.Expr, -1); len(ks) > 0 {
+			for _, m := range ks {
+				assert.Contains(t, m[2], `scaledObject=~"meter-consumer.*"`, "%s: %s", a.Alert, m[0])
+			}
+			continue
+		}
+		ms := append(consumerSelector.FindAllStringSubmatch(a.Expr, -1), recordedSelector.FindAllStringSubmatch(a.Expr, -1)...)
 		require.NotEmpty(t, ms, a.Alert)
 		for _, m := range ms {
 			assert.Contains(t, m[2], `job="meter-consumer"`, "%s: %s", a.Alert, m[0])
 		}
 	}
 }
+
+var (
+	recordedSelector = regexp.MustCompile(`\b(meter_consumer:[a-z0-9_:]+)(\{[^}]*\})?`)
+	kedaSelector     = regexp.MustCompile(`\b(keda_[a-z0-9_]+)(\{[^}]*\})?`)
+)
 
 var (
 	labelClause = regexp.MustCompile(`\b(by|on|without|ignoring)\s*\(([^)]*)\)`)

@@ -60,10 +60,15 @@ func TestRealScrape(t *testing.T) {
 		t.Log("promtool is not installed: the metrics page is not linted")
 	}
 	onPage := pageNames(body)
-	rules, _ := ruleExpressions(t)
+	rules, recordedNames := ruleExpressions(t)
+	recorded := map[string]bool{}
+	for _, r := range recordedNames {
+		recorded[r] = true
+	}
 	for _, e := range append(dashboardExpressions(t), rules...) {
 		for _, n := range metricNames(e.expr) {
-			assert.True(t, onPage[n] || scrapeSeries[n], "%s: %s is not on the real /metrics page", e.where, n)
+			assert.True(t, onPage[n] || scrapeSeries[n] || recorded[n] || externalSeries[n],
+				"%s: %s is not on the real /metrics page", e.where, n)
 		}
 	}
 
@@ -165,7 +170,7 @@ scrape_configs:
 		}
 		return len(states) > 0
 	}, 20*time.Second, 250*time.Millisecond, "rules: %+v", &states)
-	assert.Len(t, states, len(alerts(t)))
+	assert.Len(t, states, len(alerts(t))+len(recorded))
 	for _, s := range states {
 		assert.Equal(t, "ok", s.Health, "%s: %s", s.Name, s.LastError)
 		assert.NotEqual(t, "firing", s.State, s.Name)

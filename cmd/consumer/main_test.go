@@ -111,8 +111,8 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 
 	code, body := get(t, "http://"+addr+"/metrics")
 	assert.Equal(t, 200, code)
-	assert.Contains(t, body, `meter_consumer_messages_total{outcome="ack"} 5`)
-	assert.Contains(t, body, `meter_consumer_dead_letters_total{reason="permanent"} 2`)
+	assert.Contains(t, body, `meter_consumer_messages_total{durable="meter-consumer",outcome="ack",stream="METER_READS"} 5`)
+	assert.Contains(t, body, `meter_consumer_dead_letters_total{durable="meter-consumer",reason="permanent",stream="METER_READS"} 2`)
 	assert.Contains(t, body, "go_goroutines")
 	assert.Contains(t, body, "process_resident_memory_bytes")
 	assert.Regexp(t, `meter_consumer_build_info\{goversion="go[^"]+",revision="[^"]+",version="[^"]+"\} 1`, body)
@@ -169,8 +169,8 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	defer nc()
 	require.Eventually(t, func() bool {
 		_, body := get(t, "http://"+addr+"/metrics")
-		return strings.Contains(body, `meter_consumer_messages_total{outcome="ack"}`) &&
-			!strings.Contains(body, `meter_consumer_messages_total{outcome="ack"} 0`)
+		return strings.Contains(body, `meter_consumer_messages_total{durable="meter-consumer",outcome="ack",stream="METER_READS"}`) &&
+			!strings.Contains(body, `meter_consumer_messages_total{durable="meter-consumer",outcome="ack",stream="METER_READS"} 0`)
 	}, 30*time.Second, 100*time.Millisecond, "the demo acks reads")
 	scheduled := p.First("demo: rate engine incidents scheduled")
 	require.NotNil(t, scheduled, "--demo-incidents schedules them")
@@ -181,8 +181,8 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	assert.Equal(t, 200, code)
 	assert.Contains(t, body, "embedded NATS server", "/readyz says it runs embedded")
 	_, metrics := get(t, "http://"+addr+"/metrics")
-	assert.Contains(t, metrics, "\nmeter_consumer_embedded_nats 1\n")
-	assert.Contains(t, metrics, "\nmeter_consumer_demo_rate_engine_phase{phase=\"normal\"} 1\n", "the first minute is normal")
+	assert.Contains(t, metrics, "\nmeter_consumer_embedded_nats{durable=\"meter-consumer\",stream=\"METER_READS\"} 1\n")
+	assert.Contains(t, metrics, "\nmeter_consumer_demo_rate_engine_phase{durable=\"meter-consumer\",phase=\"normal\",stream=\"METER_READS\"} 1\n", "the first minute is normal")
 	started := p.First("starting meter-consumer")
 	require.NotNil(t, started)
 	assert.Equal(t, true, started["embedded_nats"], "the start-up line says so")

@@ -47,8 +47,9 @@ func TestAPausedDurableIsSaidSoOnReadyz(t *testing.T) {
 			strings.Contains(b, "nats consumer resume METER_READS meter-consumer")
 	}, 10*time.Second, 20*time.Millisecond)
 	_, body := get(t, "http://"+addr+"/metrics")
-	assert.Contains(t, body, "meter_consumer_durable_paused 1")
-	assert.Contains(t, body, `meter_consumer_topology_replicas{of="stream"} 1`)
+	assert.Contains(t, body, `meter_consumer_durable_paused{durable="meter-consumer",stream="METER_READS"} 1`)
+	assert.Contains(t, body, `meter_consumer_topology_replicas{durable="meter-consumer",of="stream",stream="METER_READS"} 1`)
+	assert.Contains(t, body, `meter_consumer_not_consuming{durable="meter-consumer",reason="paused",stream="METER_READS"} 1`)
 	assert.Equal(t, 1, p.Count("the durable is paused: the server delivers nothing until the pause ends"))
 	assert.Equal(t, 0, stop(p, 15*time.Second))
 }

@@ -13,7 +13,12 @@
 //   - meter_consumer_oldest_unacked_age_seconds: the age of the oldest read
 //     not yet settled, the first message after the durable's ack floor (0
 //     when nothing is pending), the one the stream's max age removes first;
-//   - meter_consumer_dead_letter_stream_messages.
+//   - meter_consumer_backlog_read_timestamp_seconds: when the durable's
+//     backlog (the consumer info and the oldest unsettled read) was last
+//     read successfully, as Unix time (0 before the first), so that a rule
+//     can tell a stale reading from a steady one;
+//   - meter_consumer_dead_letter_stream_messages, _dead_letter_stream_bytes
+//     and _dead_letter_stream_max_bytes (-1 is unlimited).
 //
 // The interval is jittered (each wait drawn uniformly from [interval/2,
 // 3*interval/2]) so that a fleet of replicas started together does not read

@@ -51,6 +51,7 @@ func (r *Reader) Read(ctx context.Context) error {
 			fail("oldest unsettled read", err)
 		} else {
 			r.g.oldestUnacked.Set(age.Seconds())
+			r.g.backlogReadAt.Set(float64(r.now().UnixMilli()) / 1000)
 		}
 	}
 	si, err := r.src.StreamInfo(ctx)
@@ -69,6 +70,8 @@ func (r *Reader) Read(ctx context.Context) error {
 		fail("dead-letter stream info", err)
 	} else {
 		r.g.deadLetters.Set(float64(dl.State.Msgs))
+		r.g.deadLetterBytes.Set(float64(dl.State.Bytes))
+		r.g.deadLetterMaxBytes.Set(float64(dl.Config.MaxBytes))
 	}
 	return errors.Join(errs...)
 }

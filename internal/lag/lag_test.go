@@ -37,7 +37,7 @@ func topology(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig, 
 	cfg.Name, cfg.Subjects = "METER_READS", []string{"meter.reads.>"}
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
-	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"}})
+	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"}, MaxBytes: 1 << 30})
 	require.NoError(t, err)
 	_, err = js.Publish(t.Context(), "meter.dlq.meter.reads.x", []byte("{}"))
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 					float64(ci.NumAckPending) == tt.want["ack_pending_messages"]
 			}, 5*time.Second, 10*time.Millisecond, "the durable's counts")
 			now := time.Now()
-			want := map[string]float64{"max_ack_pending": 500, "dead_letter_stream_messages": 1}
+			want := map[string]float64{"max_ack_pending": 500, "dead_letter_stream_messages": 1, "dead_letter_stream_max_bytes": 1 << 30}
 			if tt.oldest > 0 {
 				m, err := s.GetMsg(t.Context(), tt.oldest)
 				require.NoError(t, err)
@@ -144,6 +144,11 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 			si, err := s.Info(t.Context())
 			require.NoError(t, err)
 			want["stream_bytes"] = float64(si.State.Bytes)
+			dl, err := js.Stream(t.Context(), "METER_READS_DLQ")
+			require.NoError(t, err)
+			want["dead_letter_stream_bytes"] = float64(dl.CachedInfo().State.Bytes)
+			require.Positive(t, want["dead_letter_stream_bytes"])
+			want["backlog_read_timestamp_seconds"] = float64(now.UnixMilli()) / 1000
 
 			reg := prometheus.NewRegistry()
 			r := lag.New(lag.JetStream{JS: js, Stream: "METER_READS", Durable: "meter-consumer", DLQName: "METER_READS_DLQ"},
@@ -155,7 +160,8 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 			for _, name := range []string{"pending_messages", "ack_pending_messages", "redelivered_messages",
 				"max_ack_pending", "dead_letter_stream_messages", "lag_read_errors_total", "stream_messages",
 				"stream_bytes", "stream_max_messages", "stream_max_bytes", "stream_max_age_seconds",
-				"stream_discard_new", "oldest_unacked_age_seconds"} {
+				"stream_discard_new", "oldest_unacked_age_seconds", "backlog_read_timestamp_seconds",
+				"dead_letter_stream_bytes", "dead_letter_stream_max_bytes"} {
 				full["meter_consumer_"+name] = want[name] + tt.want[name]
 			}
 			assert.Equal(t, full, gather(t, reg))
@@ -200,6 +206,7 @@ func TestReadRefreshesWhatItCan(t *testing.T) {
 	assert.Equal(t, 1.0, got["meter_consumer_lag_read_errors_total"])
 	assert.Equal(t, 7.0, got["meter_consumer_stream_messages"])
 	assert.Equal(t, 2.0, got["meter_consumer_dead_letter_stream_messages"])
+	assert.Zero(t, got["meter_consumer_backlog_read_timestamp_seconds"], "the backlog was never read: its reading is as old as can be")
 }
 
 type failing struct{ calls chan struct{} }

@@ -10,10 +10,10 @@ type gauges struct {
 	pending, ackPending, redelivered, maxAckPending prometheus.Gauge
 
 	streamMsgs, streamBytes, streamMaxMsgs, streamMaxBytes, streamMaxAge, streamDiscardNew prometheus.Gauge
-	oldestUnacked                                                                          prometheus.Gauge
+	oldestUnacked, backlogReadAt                                                           prometheus.Gauge
 
-	deadLetters prometheus.Gauge
-	errors      prometheus.Counter
+	deadLetters, deadLetterBytes, deadLetterMaxBytes prometheus.Gauge
+	errors                                           prometheus.Counter
 }
 
 func newGauges(reg prometheus.Registerer) gauges {
@@ -35,7 +35,11 @@ func newGauges(reg prometheus.Registerer) gauges {
 		streamDiscardNew: g("stream_discard_new", "1 when the full source stream refuses new messages (discard new), 0 when it drops its oldest (discard old)."),
 		oldestUnacked:    g("oldest_unacked_age_seconds", "Age of the oldest read not yet settled (the first after the durable's ack floor); 0 when nothing is pending."),
 
-		deadLetters: g("dead_letter_stream_messages", "Reads held in the dead-letter stream."),
+		backlogReadAt: g("backlog_read_timestamp_seconds", "Unix time of the last reading of the durable's backlog that succeeded (pending, ack pending, the oldest unsettled read); 0 before the first."),
+
+		deadLetters:        g("dead_letter_stream_messages", "Reads held in the dead-letter stream."),
+		deadLetterBytes:    g("dead_letter_stream_bytes", "Bytes held in the dead-letter stream."),
+		deadLetterMaxBytes: g("dead_letter_stream_max_bytes", "The dead-letter stream's MaxBytes; -1 is unlimited. A full dead-letter stream refuses new copies."),
 		errors: f.NewCounter(prometheus.CounterOpts{Namespace: "meter_consumer", Name: "lag_read_errors_total",
 			Help: "Requests of a backlog reading that failed; the gauges they feed keep their last values."}),
 	}

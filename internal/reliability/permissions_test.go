@@ -222,6 +222,10 @@ func (w *permWorld) runDLQ(t *testing.T, user string, args ...string) (stdout, s
 	return out.String(), errOut.String(), code
 }
 
+// fleetLabels are the labels every series of the service carries: its
+// stream and durable.
+const fleetLabels = `{durable="meter-consumer",stream="METER_READS"}`
+
 // metricValue returns the value of the sample named name (with its labels,
 // if any) in a Prometheus text exposition.
 func metricValue(body, name string) (float64, bool) {
@@ -370,18 +374,18 @@ func TestDocumentedPermissions(t *testing.T) {
 	var metrics string
 	require.Eventually(t, func() bool {
 		_, metrics = httpGet(t, "http://"+addr+"/metrics")
-		age, _ := metricValue(metrics, "meter_consumer_oldest_unacked_age_seconds")
-		errs, _ := metricValue(metrics, "meter_consumer_lag_read_errors_total")
+		age, _ := metricValue(metrics, "meter_consumer_oldest_unacked_age_seconds"+fleetLabels)
+		errs, _ := metricValue(metrics, "meter_consumer_lag_read_errors_total"+fleetLabels)
 		return age > 0 || errs > 0
 	}, 10*time.Second, 20*time.Millisecond, "no backlog reading") // a refused request times out in 7.5s
-	errs, ok := metricValue(metrics, "meter_consumer_lag_read_errors_total")
+	errs, ok := metricValue(metrics, "meter_consumer_lag_read_errors_total"+fleetLabels)
 	assert.True(t, ok)
 	assert.Zero(t, errs, "backlog readings failed")
-	age, _ := metricValue(metrics, "meter_consumer_oldest_unacked_age_seconds")
+	age, _ := metricValue(metrics, "meter_consumer_oldest_unacked_age_seconds"+fleetLabels)
 	assert.Positive(t, age, "the oldest unsettled read")
-	msgs, _ := metricValue(metrics, "meter_consumer_stream_messages")
+	msgs, _ := metricValue(metrics, "meter_consumer_stream_messages"+fleetLabels)
 	assert.Equal(t, 5.0, msgs, "the source stream's info")
-	dls, _ := metricValue(metrics, "meter_consumer_dead_letter_stream_messages")
+	dls, _ := metricValue(metrics, "meter_consumer_dead_letter_stream_messages"+fleetLabels)
 	assert.Equal(t, 1.0, dls, "the dead-letter stream's info")
 	status, ready := httpGet(t, "http://"+addr+"/readyz")
 	assert.Equal(t, http.StatusOK, status, ready)

@@ -17,4 +17,13 @@
 // everything down in order: stop pulling and settle in-flight reads, drain
 // the connection, stop the embedded server, stop the HTTP server. It is what
 // cmd/consumer runs, and what tests start in-process.
+//
+// From the moment Run starts, meter_consumer_consuming says whether the
+// replica consumes and meter_consumer_not_consuming{reason} why not, one of
+// Reasons (the readiness /readyz serves, as a bounded label), and
+// meter_consumer_nats_connection_events_total counts disconnections and
+// reconnections. Every series Run registers (the pipeline's, the backlog
+// gauges, these) carries the labels stream and durable, the configuration's
+// stream.name and consumer.durable, so that the fleets of several
+// partitions in one namespace are told apart.
 package service

@@ -47,8 +47,12 @@ func startEmbedded(addr, dir string, log *slog.Logger) (*server.Server, error) {
 }
 
 // connectOptions turns the nats section into client options. Secrets are
-// passed to the client only, never logged.
-func connectOptions(c config.NATS, log *slog.Logger) []nats.Option {
+// passed to the client only, never logged. event, when not nil, is told of
+// each disconnection and reconnection (EventDisconnected, EventReconnected).
+func connectOptions(c config.NATS, log *slog.Logger, event func(string)) []nats.Option {
+	if event == nil {
+		event = func(string) {}
+	}
 	opts := []nats.Option{
 		nats.Name(c.Name),
 		nats.MaxReconnects(-1), // reconnect forever
@@ -57,10 +61,12 @@ func connectOptions(c config.NATS, log *slog.Logger) []nats.Option {
 		nats.RetryOnFailedConnect(false),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: we closed it ourselves
+				event(EventDisconnected)
 				log.Warn("disconnected from NATS", slog.Any("error", err))
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
+			event(EventReconnected)
 			log.Info("reconnected to NATS", slog.String("server", nc.ConnectedUrlRedacted()))
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -118,15 +124,16 @@ func dial(ctx context.Context, url string, opts []nats.Option, maxWait time.Dura
 		if err == nil {
 			return nc, nil
 		}
-		wait := policy.Delay(attempt, rnd)
+		wait, why := policy.Delay(attempt, rnd), WhyConnecting
 		if refused(err) {
+			why = WhyRefused
 			err = fmt.Errorf("%w: %w (check nats.user and NATS_PASSWORD, NATS_TOKEN, nats.creds, nats.nkey_seed, nats.tls.*)", errRefused, err)
 			wait = policy.Cap
 			log.Error("connecting to NATS", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
 		} else {
 			log.Warn("connecting to NATS", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
 		}
-		ready.set(fmt.Sprintf("connecting to NATS at %s: attempt %d: %v", redactedURL(url), attempt, err))
+		ready.set(why, fmt.Sprintf("connecting to NATS at %s: attempt %d: %v", redactedURL(url), attempt, err))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -156,7 +163,7 @@ func Dial(ctx context.Context, c config.NATS, log *slog.Logger, extra ...nats.Op
 	if url == "" {
 		url = "nats://" + c.Listen
 	}
-	opts := append(append(connectOptions(c, log), nats.MaxReconnects(0)), extra...)
+	opts := append(append(connectOptions(c, log, nil), nats.MaxReconnects(0)), extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redactedURL(url), err)

@@ -71,11 +71,15 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	embedded := cfg.NATS.URL == ""
 	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
-	sm := NewMetrics(deps.Registry)
+	// Every series this process's pipeline exports carries its stream and
+	// durable: several fleets (partitions) in one namespace alert apart.
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"stream": cfg.Stream.Name, "durable": cfg.Consumer.Durable}, deps.Registry)
+	sm := NewMetrics(reg)
 	if embedded {
 		sm.embedded.Set(1)
 	}
-	ready := &readiness{reason: "starting"}
+	st := NewStateMetrics(reg)
+	ready := st.ready
 	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, ready.get, log)
 	if err != nil {
 		return err
@@ -91,7 +95,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 		url, create = srv.ClientURL(), true
 	}
-	opts := append(connectOptions(cfg.NATS, log), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	opts := append(connectOptions(cfg.NATS, log, st.event), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			sm.refusals.Inc()
 			log.Error("NATS refused a permission", slog.Any("error", err))
@@ -100,7 +104,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		}
 		log.Warn("NATS async error", slog.Any("error", err))
 	}))
-	ready.set("connecting to NATS at " + redactedURL(url))
+	ready.set(WhyConnecting, "connecting to NATS at "+redactedURL(url))
 	nc, err := dial(ctx, url, opts, cfg.NATS.ConnectRetryMax, rnd, log, ready)
 	if err != nil {
 		log.Info("stopped before connecting to NATS")
@@ -122,7 +126,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	reportTopology(set, topo, embedded, sm.topo, log)
 
-	sink, stopSink, err := sinkFor(ctx, cfg, js, deps.Registry, log)
+	sink, stopSink, err := sinkFor(ctx, cfg, js, reg, log)
 	if err != nil {
 		return err
 	}
@@ -143,7 +147,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 			MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads}),
 		DeadLetterWindow: set.DeadLetterWindow,
 		Records:          set.Records,
-		Metrics:          stream.NewMetrics(deps.Registry),
+		Metrics:          stream.NewMetrics(reg),
 		Logger:           log,
 		Rand:             rnd,
 		Breaker:          BreakerOptions(cfg.Breaker),
@@ -155,6 +159,15 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	ready.whyNot(func() string {
+		switch {
+		case !nc.IsConnected():
+			return WhyDisconnected
+		case consumer.Consuming() && sm.topo.paused(time.Now()):
+			return WhyPaused
+		}
+		return WhyStopped
+	})
 	ready.consuming(func() (bool, string) {
 		switch {
 		case !nc.IsConnected():
@@ -177,7 +190,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	go func() {
 		defer close(lagDone)
 		lag.New(lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream},
-			deps.Registry, LagInterval, rnd, log).Run(lagCtx)
+			reg, LagInterval, rnd, log).Run(lagCtx)
 	}()
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
@@ -209,7 +222,7 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 	rnd retry.Source, log *slog.Logger, ready *readiness) (*stream.Setup, error) {
 	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
 	for attempt := uint64(1); ; attempt++ {
-		ready.set("looking up the streams")
+		ready.set(WhyStreams, "looking up the streams")
 		var set *stream.Setup
 		var err error
 		if create {
@@ -235,7 +248,7 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 		}
 		wait := policy.Delay(attempt, rnd)
 		log.Error("waiting for the streams", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
-		ready.set(err.Error())
+		ready.set(WhyStreams, err.Error())
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -94,6 +94,7 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 	c.settleError("term", msg.TermWithReason(termReason))
 	c.m.deadLettered(reason)
 	c.m.settled(OutcomeTerm, time.Since(d.start).Seconds())
+	c.m.aged(OutcomeTerm, md, c.serverNow())
 	c.m.deliveryAttempt.Observe(float64(md.NumDelivered))
 	attrs := append(c.attrs(d, ce, 0), slog.String("reason", string(reason)))
 	if stored {

@@ -108,6 +108,7 @@ func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.
 	case err == nil:
 		c.settleError("ack", msg.Ack())
 		c.m.settled(OutcomeAck, time.Since(start).Seconds())
+		c.m.aged(OutcomeAck, md, c.serverNow())
 		c.m.deliveryAttempt.Observe(float64(attempt))
 		if c.log.Enabled(hard, slog.LevelDebug) {
 			c.log.LogAttrs(hard, slog.LevelDebug, "ack", slog.String("subject", msg.Subject()),

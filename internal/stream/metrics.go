@@ -39,6 +39,7 @@ type Metrics struct {
 	retryDelay      prometheus.Histogram
 	handleDuration  *prometheus.HistogramVec
 	deliveryAttempt prometheus.Histogram
+	readAge         *prometheus.HistogramVec
 	inFlight        prometheus.Gauge
 	held            prometheus.Gauge
 	breakerState    prometheus.Gauge
@@ -138,6 +139,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Delivery count at which a read was settled for good (acked or terminated).",
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20},
 		}),
+		readAge: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Name: "settled_read_age_seconds",
+			Help:    "Age of a read when settled for good, from its stream timestamp on the server's clock, by outcome: ack (billed) or term (dead-lettered). The billing SLO's measure.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400},
+		}, []string{"outcome"}),
 		inFlight: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Name: "in_flight",
 			Help: "Reads being handled right now.",
@@ -184,6 +190,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.durAck = m.handleDuration.WithLabelValues(string(OutcomeAck))
 	m.durNak = m.handleDuration.WithLabelValues(string(OutcomeNak))
 	m.durTerm = m.handleDuration.WithLabelValues(string(OutcomeTerm))
+	m.readAge.WithLabelValues(string(OutcomeAck))
+	m.readAge.WithLabelValues(string(OutcomeTerm))
 	m.failTransient = map[classify.Cause]prometheus.Counter{}
 	m.failPermanent = map[classify.Cause]prometheus.Counter{}
 	for _, c := range classify.Causes() {
