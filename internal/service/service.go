@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 
 	// Flush every settlement before the connection goes. Draining only
 	// flushes what is already settled: it is quick, and bounded so that a
-	// whole stop stays within shutdown.timeout + DrainTimeout.
+	// whole stop stays within StopBudget.
 	drainCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
 	if err := drain(drainCtx, nc); err != nil {
@@ -347,7 +347,7 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string
 		}
 	}()
 	return ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), HTTPStopTimeout)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		wg.Wait()
