@@ -81,9 +81,9 @@ func TestBinaryNeverLogsDownstreamSecrets(t *testing.T) {
 
 	out := p.Output()
 	assert.NotContains(t, out, "5ecret")
-	started := p.First("starting meter-consumer")
-	require.NotNil(t, started)
-	d := started["config"].(map[string]any)["downstream"].(map[string]any)
+	configured := p.First("configuration")
+	require.NotNil(t, configured)
+	d := configured["config"].(map[string]any)["downstream"].(map[string]any)
 	assert.Equal(t, token, d["token_file"], "the path is shown")
 	assert.Equal(t, map[string]any{"X-Tenant": "north", "X-Api-Key": "REDACTED"}, d["headers"])
 	assert.True(t, strings.Contains(out, `"reload_interval":"10s"`))

@@ -77,11 +77,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitBadUsage
 	}
+	// The version is on the start-up line (and in meter_consumer_build_info),
+	// not on every line: a pod's lines are one build's.
 	info := version.Get()
-	// Every line carries the version, the start-up line included, so the
-	// lines of a fleet in the middle of a rolling update tell the builds
-	// apart.
-	log = log.With(slog.String("version", info.Version))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -98,7 +96,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		log.Error("exiting", slog.Any("error", err))
 		return exitFailure
 	}
-	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: reg}); err != nil {
+	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: reg, Version: info.Version}); err != nil {
 		log.Error("exiting", slog.Any("error", err))
 		return exitFailure
 	}

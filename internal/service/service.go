@@ -32,6 +32,7 @@ type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here and served on /metrics
 	Rand     retry.Source         // jitter; nil seeds from the clock
+	Version  string               // the build's version, on the start-up line
 }
 
 // DrainTimeout bounds the connection drain that follows a graceful stop.
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		rnd = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
 	embedded := cfg.NATS.URL == ""
-	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
+	logStart(log, cfg, deps.Version)
 	sm := NewMetrics(deps.Registry)
 	if embedded {
 		sm.embedded.Set(1)
