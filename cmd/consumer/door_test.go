@@ -45,7 +45,7 @@ func TestUnreadableDownstreamFilesStopStartUp(t *testing.T) {
 			assert.Equal(t, 2, code, errOut)
 			assert.Empty(t, out)
 			for _, w := range tt.want {
-				assert.Contains(t, errOut, w)
+				assert.Contains(t, refusal(t, errOut), w)
 			}
 			if tt.name != "a header without a colon" { // the flag package quotes a bad flag value, as ps shows it
 				assert.NotContains(t, errOut, "5ecret")

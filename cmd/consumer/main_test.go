@@ -222,7 +222,7 @@ func TestTheImageNeverRunsEmbedded(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 2, ee.ExitCode())
-	assert.Contains(t, string(out), `nats.url ("") is required when nats.embedded is false`)
+	assert.Contains(t, refusal(t, string(out)), `nats.url ("") is required when nats.embedded is false`)
 }
 
 func natsConnect(t *testing.T, url string) (func(), jetstream.JetStream) {

@@ -69,7 +69,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer: %v\n", err)
+		refuse(config.LogOf(args, getenv), stderr, err)
 		return exitBadUsage
 	}
 	log, err := newLogger(cfg.Log, stderr)
