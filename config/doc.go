@@ -26,13 +26,18 @@
 //   - [Config.Validate] reports every problem at once with errors.Join; each
 //     names the field's YAML path, its value and what would be valid, and
 //     matches [ErrInvalid].
+//   - [LogOf] never fails: it reads the log section of a configuration Load
+//     refused as far as it can, so that the refusal is written in the format
+//     the process's lines would have had.
 //
 // # Secrets
 //
 // nats.password and nats.token are secrets, as is a password inside a URL's
 // user info. They never appear in an error, in [Usage] or [Reference], in
 // [Config.Redacted], in fmt output of a Config or NATS value (every verb), or
-// in a log record ([Config.LogValue]). Paths to credential files (nats.creds,
+// in a log record ([Config.LogValue]), or in the YAML [Config.WriteYAML]
+// writes ("consumer config": the effective configuration, read back by Load
+// into the same, redacted, Config). Paths to credential files (nats.creds,
 // nats.nkey_seed, downstream.token_file, downstream.tls.key) are not secrets
 // and are shown; the downstream's bearer token is only ever in its file. The
 // value of a downstream header whose name looks like a credential (it holds

@@ -20,14 +20,7 @@ func newLogger(c config.Log, w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, fmt.Errorf("log.level (%q): %w", c.Level, err)
 	}
-	format := c.Format
-	if format == "auto" {
-		format = "json"
-		if isTerminal(w) {
-			format = "tint"
-		}
-	}
-	switch format {
+	switch resolveFormat(c.Format, w) {
 	case "tint":
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly})), nil
 	case "text":
@@ -46,6 +39,29 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 		a.Value = slog.StringValue(a.Value.Duration().String())
 	}
 	return a
+}
+
+// resolveFormat returns the handler format auto stands for on w: tint on a
+// terminal, json otherwise; other formats are themselves.
+func resolveFormat(format string, w io.Writer) string {
+	if format != "auto" {
+		return format
+	}
+	if isTerminal(w) {
+		return "tint"
+	}
+	return "json"
+}
+
+// refuse writes why the configuration was refused, in the format the
+// process's lines would have had: one JSON record when they are JSON (so a
+// log pipeline that reads JSON shows it), the plain message otherwise.
+func refuse(c config.Log, w io.Writer, err error) {
+	if resolveFormat(c.Format, w) != "json" {
+		fmt.Fprintf(w, "consumer: %v\n", err)
+		return
+	}
+	slog.New(slog.NewJSONHandler(w, nil)).Error("configuration refused; not starting", slog.String("error", err.Error()))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -3,11 +3,13 @@ package main_test
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,12 +126,27 @@ func TestBinarySettlesEndToEnd(t *testing.T) {
 	assert.Equal(t, 0, stop(p, 15*time.Second), "exit 0 after a clean shutdown")
 	assert.NotNil(t, p.First("stopped cleanly"))
 
-	// Logs a person reads: the build on every line, the start-up line
-	// included, and durations as in the configuration.
+	// Logs a person reads: a short start-up line with the build, where NATS
+	// and the engine are, the stream and the durable; the whole
+	// configuration at debug; the version not on every line; durations as
+	// in the configuration.
 	started := p.First("starting meter-consumer")
 	require.NotNil(t, started)
 	assert.NotEmpty(t, started["version"])
-	assert.Equal(t, started["version"], p.First("stopped cleanly")["version"])
+	assert.Equal(t, s.ClientURL(), started["nats"])
+	assert.Equal(t, "METER_READS", started["stream"])
+	assert.Equal(t, "meter-consumer", started["durable"])
+	assert.Equal(t, down.URL, started["engine"])
+	assert.Equal(t, false, started["embedded_nats"])
+	assert.ElementsMatch(t, []string{"time", "level", "msg", "version", "nats", "stream", "durable", "engine", "embedded_nats"},
+		slices.Collect(maps.Keys(started)), "nothing else on the start-up line")
+	configured := p.First("configuration")
+	require.NotNil(t, configured, "the whole configuration, at debug")
+	assert.Equal(t, "DEBUG", configured["level"])
+	assert.Equal(t, down.URL, configured["config"].(map[string]any)["downstream"].(map[string]any)["url"])
+	for _, msg := range []string{"consuming", "stopped cleanly"} {
+		assert.NotContains(t, p.First(msg), "version", "%s: the version is on the start-up line only", msg)
+	}
 	assert.Equal(t, "30s", p.First("shutting down; a second signal exits at once")["timeout"])
 
 	dl, err := js.Stream(t.Context(), "METER_READS_DLQ")
@@ -186,6 +203,9 @@ func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	started := p.First("starting meter-consumer")
 	require.NotNil(t, started)
 	assert.Equal(t, true, started["embedded_nats"], "the start-up line says so")
+	assert.Equal(t, "embedded, listening on "+natsAddr, started["nats"])
+	assert.Equal(t, "the demo's simulated rate engine", started["engine"])
+	assert.Nil(t, p.First("configuration"), "the whole configuration is at debug only")
 	assert.Equal(t, 0, stop(p, 40*time.Second))
 }
 
@@ -202,7 +222,7 @@ func TestTheImageNeverRunsEmbedded(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 2, ee.ExitCode())
-	assert.Contains(t, string(out), `nats.url ("") is required when nats.embedded is false`)
+	assert.Contains(t, refusal(t, string(out)), `nats.url ("") is required when nats.embedded is false`)
 }
 
 func natsConnect(t *testing.T, url string) (func(), jetstream.JetStream) {

@@ -29,11 +29,12 @@ const (
 
 // subcommands are the words "consumer <word>" understands; anything else
 // that does not start with a dash is an error naming them.
-var subcommands = []string{"dlq", "version", "help"}
+var subcommands = []string{"dlq", "config", "version", "help"}
 
 const subcommandsUsage = `
 Subcommands:
   consumer dlq list|show|stats|replay|purge   work the dead-letter stream (consumer dlq --help)
+  consumer config [flags]                     the effective configuration as YAML, secrets redacted
   consumer version                            the version, revision and Go version (also --version)
   consumer help                               this help (also --help, -h)
 `
@@ -49,6 +50,8 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runDLQ(ctx, rest, getenv, stdin, stdout, stderr)
+		case "config":
+			return runConfig(rest, getenv, stdout, stderr)
 		case "version":
 			return runVersion(rest, stdout, stderr)
 		case "help":
@@ -69,7 +72,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer: %v\n", err)
+		refuse(config.LogOf(args, getenv), stderr, err)
 		return exitBadUsage
 	}
 	log, err := newLogger(cfg.Log, stderr)
@@ -77,18 +80,17 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitBadUsage
 	}
+	// The version is on the start-up line (and in meter_consumer_build_info),
+	// not on every line: a pod's lines are one build's.
 	info := version.Get()
-	// Every line carries the version, the start-up line included, so the
-	// lines of a fleet in the middle of a rolling update tell the builds
-	// apart.
-	log = log.With(slog.String("version", info.Version))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()
 		stop() // a second signal now gets the default action: exit at once
-		log.Info("shutting down; a second signal exits at once", slog.Duration("timeout", cfg.Shutdown.Timeout))
+		log.Info("shutting down; a second signal exits at once", slog.Duration("timeout", cfg.Shutdown.Timeout),
+			slog.Duration("budget", service.StopBudget(cfg.Shutdown.Timeout)))
 	}()
 
 	reg := prometheus.NewRegistry()
@@ -97,7 +99,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		log.Error("exiting", slog.Any("error", err))
 		return exitFailure
 	}
-	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: reg}); err != nil {
+	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: reg, Version: info.Version}); err != nil {
 		log.Error("exiting", slog.Any("error", err))
 		return exitFailure
 	}

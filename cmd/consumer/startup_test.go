@@ -92,7 +92,8 @@ func TestAMissingStreamIsWaitedFor(t *testing.T) {
 		c, b := readyz(t, httpAt)
 		return c == 503 && strings.Contains(b, "stream METER_READS: missing") && strings.Contains(b, "--create-streams")
 	}, 10*time.Second, 20*time.Millisecond)
-	assert.NotNil(t, p.First("waiting for the streams"))
+	// /readyz may say so before the line is read from the process's output.
+	require.Eventually(t, func() bool { return p.First("waiting for the streams") != nil }, 10*time.Second, 20*time.Millisecond)
 	assert.False(t, p.Exited())
 	assert.Equal(t, 0, stop(p, 10*time.Second))
 }

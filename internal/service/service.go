@@ -32,6 +32,7 @@ type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here and served on /metrics
 	Rand     retry.Source         // jitter; nil seeds from the clock
+	Version  string               // the build's version, on the start-up line
 }
 
 // DrainTimeout bounds the connection drain that follows a graceful stop.
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		rnd = retry.NewRand(uint64(time.Now().UnixNano()))
 	}
 	embedded := cfg.NATS.URL == ""
-	log.Info("starting meter-consumer", slog.Bool("embedded_nats", embedded), slog.Any("config", cfg))
+	logStart(log, cfg, deps.Version)
 	// Every series this process's pipeline exports carries its stream and
 	// durable: several fleets (partitions) in one namespace alert apart.
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"stream": cfg.Stream.Name, "durable": cfg.Consumer.Durable}, deps.Registry)
@@ -201,7 +202,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 
 	// Flush every settlement before the connection goes. Draining only
 	// flushes what is already settled: it is quick, and bounded so that a
-	// whole stop stays within shutdown.timeout + DrainTimeout.
+	// whole stop stays within StopBudget.
 	drainCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
 	if err := drain(drainCtx, nc); err != nil {
@@ -360,7 +361,7 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string
 		}
 	}()
 	return ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), HTTPStopTimeout)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		wg.Wait()

@@ -1,0 +1,43 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/config"
+)
+
+// "consumer config" prints the effective configuration, secrets redacted,
+// as a file the service reads back; an invalid one is refused with the
+// field named.
+func TestConfigPrintsTheEffectiveConfiguration(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "consumer.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("retry:\n  cap: 2m\nconsumer:\n  concurrency: 8\n"), 0o600))
+	args := []string{"--config", file, "--concurrency", "16", "--downstream-url", "https://rater:pw-secret@engine.example/reads"}
+	out, errOut, code := runTool(t, append([]string{"config"}, args...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, errOut)
+	assert.NotContains(t, out, "pw-secret")
+	assert.Contains(t, out, "  url: https://rater:REDACTED@engine.example/reads\n")
+	assert.Contains(t, out, "  cap: 2m\n", "from the file")
+	assert.Contains(t, out, "  concurrency: 16\n", "the flag over the file")
+
+	want, err := config.Load(args, nil)
+	require.NoError(t, err)
+	printed := filepath.Join(t.TempDir(), "printed.yaml")
+	require.NoError(t, os.WriteFile(printed, []byte(out), 0o600))
+	got, err := config.Load([]string{"--config", printed}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, want.Redacted(), got, "what it prints is what the service would run with")
+
+	out, errOut, code = runTool(t, "config", "--downstream-url", "https://engine.example/reads", "--concurrency", "0")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "consumer config: invalid configuration")
+	assert.Contains(t, errOut, "consumer.concurrency (0)")
+}
