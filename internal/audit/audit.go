@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,10 +36,17 @@ type Auditor struct {
 	// Progress, when set, is called now and then with the reads walked so
 	// far and the reads the walk may reach at most.
 	Progress func(done, total uint64)
+	// GetWindow is how many reads of the source stream are asked for at
+	// once (default DefaultGetWindow).
+	GetWindow int
 	// IdleWait is how long a walk waits for the next message before it
 	// asks the server whether any are left (default DefaultIdleWait).
 	IdleWait time.Duration
 }
+
+// DefaultGetWindow is how many gets of the source stream are in flight at
+// once.
+const DefaultGetWindow = 64
 
 // outcome of a read, as the ledger merge needs it.
 const (
@@ -215,12 +223,14 @@ func (r *run) collectCopies(ctx context.Context, dst jetstream.Stream, out *sort
 		})
 }
 
-// walkSource walks the period's reads in sequence order.
+// walkSource walks the period's reads in sequence order, by gets
+// (getWindow at once): the audit creates no consumer on the source stream,
+// so its user needs no right to create or delete one there, where the
+// fleet's durable is.
 func (r *run) walkSource(ctx context.Context, src jetstream.Stream) error {
 	st := r.srcInfo.State
 	s := &r.res.Summary
-	cfg := jetstream.OrderedConsumerConfig{}
-	var expect, end uint64 // the next sequence expected; the last one the walk may reach
+	var expect, from, end uint64 // the next sequence expected; the walk's first and last
 	var prevAt time.Time
 	if r.p.BySeq() {
 		if r.p.FromSeq < st.FirstSeq {
@@ -230,11 +240,8 @@ func (r *run) walkSource(ctx context.Context, src jetstream.Stream) error {
 			}
 			s.AgedOut += min(r.p.ToSeq, st.FirstSeq-1) - r.p.FromSeq + 1
 		}
-		expect, end = max(r.p.FromSeq, st.FirstSeq), min(r.p.ToSeq, st.LastSeq)
-		if expect > end || st.Msgs == 0 {
-			return nil
-		}
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, expect
+		from, end = max(r.p.FromSeq, st.FirstSeq), min(r.p.ToSeq, st.LastSeq)
+		expect = from
 	} else {
 		if st.FirstSeq > 1 && r.p.Since.Before(st.FirstTime) {
 			if err := r.res.add(Finding{Kind: KindAgedOut, ToSeq: st.FirstSeq - 1, After: st.FirstTime,
@@ -244,47 +251,88 @@ func (r *run) walkSource(ctx context.Context, src jetstream.Stream) error {
 			}
 			s.AgedOut += st.FirstSeq - 1
 		}
-		if st.Msgs == 0 {
-			return nil
-		}
 		end = st.LastSeq
-		since := r.p.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+		var err error
+		if from, err = r.firstSince(ctx, src, st.FirstSeq, st.LastSeq); err != nil {
+			return err
+		}
 	}
-	total := end - max(expect, st.FirstSeq) + 1
+	if st.Msgs == 0 || from > end {
+		return nil
+	}
+	total := end - from + 1
 	past := false // the walk met a read after the period
-	err := r.a.walk(ctx, src, cfg, end, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
-		seq, at := md.Sequence.Stream, md.Timestamp
-		if !r.p.BySeq() && at.After(r.p.Until) {
-			past = true
+	w := r.a.GetWindow
+	if w <= 0 {
+		w = DefaultGetWindow
+	}
+	msgs := make([]*jetstream.RawStreamMsg, w)
+	errs := make([]error, w)
+	for b := from; b <= end && !past; b += uint64(w) {
+		n := int(min(uint64(w), end-b+1))
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { msgs[i], errs[i] = src.GetMsg(ctx, b+uint64(i)) })
+		}
+		wg.Wait()
+		for i := range n {
+			seq, m, err := b+uint64(i), msgs[i], errs[i]
+			msgs[i] = nil
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue // deleted: a gap, seen at the next read
+			}
+			if err != nil {
+				return wrapNATS(fmt.Sprintf("get seq %d of %s", seq, r.a.Stream), err)
+			}
+			if !r.p.BySeq() && m.Time.After(r.p.Until) {
+				past = true
+				if expect != 0 && seq > expect {
+					if err := r.missing(expect, seq-1, prevAt, m.Time); err != nil {
+						return err
+					}
+				}
+				break
+			}
 			if expect != 0 && seq > expect {
-				if err := r.missing(expect, seq-1, prevAt, at); err != nil {
+				if err := r.missing(expect, seq-1, prevAt, m.Time); err != nil {
 					return err
 				}
 			}
-			return errStop
-		}
-		if expect != 0 && seq > expect {
-			if err := r.missing(expect, seq-1, prevAt, at); err != nil {
+			if err := r.read(seq, m.Time, m.Subject, m.Data); err != nil {
 				return err
 			}
+			expect, prevAt = seq+1, m.Time
 		}
-		if err := r.read(seq, at, m.Subject(), m.Data()); err != nil {
-			return err
+		if p := r.a.Progress; p != nil {
+			p(min(b+uint64(n), end+1)-from, total)
 		}
-		expect, prevAt = seq+1, at
-		if p := r.a.Progress; p != nil && (s.Reads%10000 == 0 || seq == end) {
-			p(seq-max(cfg.OptStartSeq, st.FirstSeq)+1, total)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return err
 	}
 	if !past && expect != 0 && expect <= end {
 		return r.missing(expect, end, prevAt, time.Time{})
 	}
 	return nil
+}
+
+// firstSince returns the smallest sequence whose first read at or after
+// it was stored at or after the period's start (last+1 when none): a
+// binary search on the stream timestamps, a get per step.
+func (r *run) firstSince(ctx context.Context, src jetstream.Stream, first, last uint64) (uint64, error) {
+	lo, hi := first, last+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		m, err := src.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(">"))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			hi = mid
+		case err != nil:
+			return 0, wrapNATS(fmt.Sprintf("find the period's start in %s", r.a.Stream), err)
+		case !m.Time.Before(r.p.Since):
+			hi = mid
+		default:
+			lo = m.Sequence + 1
+		}
+	}
+	return lo, nil
 }
 
 // missing reports sequences from to to that the stream no longer holds.

@@ -5,13 +5,20 @@
 //
 // # What it reads
 //
-// The dead-letter stream whole (headers only), then the source stream over
-// the period, each through an ordered consumer: ephemeral, no acks, memory
-// storage, flow-controlled, at most a page of 256 messages in the client,
-// deleted when done. The durable's info gives its ack floor. Nothing is
-// acked, nothing is published: it runs against a live fleet without
-// disturbing it. A walk stops at the last sequence stored when the audit
-// began.
+// The dead-letter stream whole, headers only, through an ordered consumer
+// (ephemeral, no acks, memory storage, flow-controlled, at most a page of
+// 256 messages in the client, deleted when done); then the source stream
+// over the period by gets of each sequence (Auditor.GetWindow at once; a
+// period by time finds its first sequence by a binary search on the
+// stream timestamps), so that the audit's user needs no right to create
+// or delete a consumer on the stream where the fleet's durable is; and the
+// durable's info for its ack floor. Nothing is acked, nothing is
+// published: it runs against a live fleet without disturbing it. It stops
+// at the last sequence stored when the audit began.
+//
+// A gap (sequences no longer held) is reported by the period of the read
+// before it: a period by time reports the gap before the first read after
+// it, not the one before its own first read.
 //
 // # Telling reads apart
 //

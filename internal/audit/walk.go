@@ -18,7 +18,7 @@ const DefaultIdleWait = 2 * time.Second
 // errStop ends a walk early without an error.
 var errStop = errors.New("stop walk")
 
-// walk calls fn with the messages of st that cfg selects, in sequence
+// walk (of the dead-letter stream) calls fn with the messages of st that cfg selects, in sequence
 // order, up to last (the last sequence when the audit began). It reads
 // through an ordered consumer (ephemeral, no acks, memory storage,
 // flow-controlled, pageSize messages at a time) and deletes it when done:
