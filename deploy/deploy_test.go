@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -294,6 +295,8 @@ func kustomize(t *testing.T, dir string) map[string][]string {
 			into = &prometheusRule{}
 		case "ScaledObject":
 			into = &scaledObject{}
+		case "CronJob":
+			into = &batchv1.CronJob{}
 		default:
 			t.Errorf("unexpected kind %s in the build", tm.Kind)
 			continue
@@ -309,7 +312,7 @@ func TestKustomizeBuild(t *testing.T) {
 	t.Parallel()
 	m := load(t)
 	kinds := kustomize(t, k8sDir)
-	assert.Len(t, kinds, 9, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
+	assert.Len(t, kinds, 10, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
 	d, cm := rendered(t, kinds)
 	require.Len(t, m.kust.Images, 1)
 	img := m.kust.Images[0]
