@@ -182,11 +182,30 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 		return fail(exitFailure, "write the report: %v", err)
 	}
 	// One line for a log-based alert, whatever the output.
-	s := res.Summary
-	fmt.Fprintf(stderr, "consumer audit: explained=%t findings=%d reads=%d billed=%d dead_lettered=%d unsettled=%d missing=%d period=%q\n",
-		res.Explained(), res.FindingCount(), s.Reads, s.Billed, s.DeadLettered, s.Unsettled, s.Missing, s.Period)
+	sum := res.Summary
+	attrs := []any{slog.Bool("explained", res.Explained()), slog.Int("findings", res.FindingCount()),
+		slog.String("period", sum.Period), slog.Uint64("reads", sum.Reads), slog.Uint64("billed", sum.Billed),
+		slog.Uint64("dead_lettered", sum.DeadLettered), slog.Uint64("unsettled", sum.Unsettled), slog.Uint64("missing", sum.Missing)}
+	var kinds []any
+	for _, k := range audit.Kinds() {
+		if n := sum.Findings[k]; n > 0 {
+			kinds = append(kinds, slog.Int(string(k), n))
+		}
+	}
+	if len(kinds) > 0 {
+		attrs = append(attrs, slog.Group("by_kind", kinds...))
+	}
+	slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime})).Info("consumer audit", attrs...)
 	if !res.Explained() {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// dropTime leaves the time off the summary line: the log collector stamps it.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }

@@ -339,7 +339,7 @@ func (r *run) firstSince(ctx context.Context, src jetstream.Stream, first, last 
 func (r *run) missing(from, to uint64, before, after time.Time) error {
 	r.res.Summary.Missing += to - from + 1
 	return r.res.add(Finding{Kind: KindMissing, Seq: from, ToSeq: to, Before: before, After: after,
-		Detail: fmt.Sprintf("%d sequences the stream no longer holds (deleted or purged, or lost)", to-from+1)})
+		Detail: fmt.Sprintf("%d %s the stream no longer holds (deleted or purged, or lost)", to-from+1, plural(to-from+1, "sequence"))})
 }
 
 func (r *run) copyWithoutOriginal(c copyRec, why string) error {
@@ -539,3 +539,10 @@ func (a *Auditor) lookup(ctx context.Context, name, what, flag string) (jetstrea
 }
 
 var _ io.Closer = (*Result)(nil)
+
+func plural(n uint64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
