@@ -24,7 +24,7 @@ type Auditor struct {
 	JS        jetstream.JetStream
 	Stream    string // the source stream, e.g. METER_READS
 	DLQStream string // the dead-letter stream, e.g. METER_READS_DLQ
-	DLQPrefix string // the copies' subject prefix, e.g. meter.dlq
+	DLQPrefix string // the copies' subject prefix, e.g. meter.dlq; "" takes copies on any subject
 	Durable   string // the durable consumer whose ack floor says what is settled
 
 	// TempDir holds the sorted runs and the spilled findings ("" = the
@@ -194,7 +194,7 @@ func (r *run) collectCopies(ctx context.Context, dst jetstream.Stream, out *sort
 	return r.a.walk(ctx, dst, jetstream.OrderedConsumerConfig{HeadersOnly: true}, state.LastSeq,
 		func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 			h := m.Headers()
-			if h.Get(dlq.HeaderStream) != r.a.Stream || !strings.HasPrefix(m.Subject(), prefix) {
+			if h.Get(dlq.HeaderStream) != r.a.Stream || r.a.DLQPrefix != "" && !strings.HasPrefix(m.Subject(), prefix) {
 				return nil // another stream's, or not a copy
 			}
 			seq, err := strconv.ParseUint(h.Get(dlq.HeaderSequence), 10, 64)

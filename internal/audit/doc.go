@@ -29,7 +29,7 @@
 // the source stream was created is of an earlier stream of that name and
 // is counted apart (Summary.EarlierCopies), never taken for a read of this
 // one. A copy without a Dlq-Published-At (an earlier version's) matches on
-// the sequence alone.
+// the sequence alone, and only in a period by sequence.
 //
 // # Memory
 //
