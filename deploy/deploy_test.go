@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -302,6 +303,8 @@ func kustomize(t *testing.T, dir string) map[string][]string {
 			into = &prometheusRule{}
 		case "ScaledObject":
 			into = &scaledObject{}
+		case "CronJob":
+			into = &batchv1.CronJob{}
 		default:
 			t.Errorf("unexpected kind %s in the build", tm.Kind)
 			continue

@@ -46,7 +46,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "consumer-binary", "smoke", "json", "cpuprofile"}
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "consumer-binary", "smoke", "json", "cpuprofile"}
 
 // run parses the flags, runs the bench and prints its report; it returns
 // the exit code.
@@ -62,7 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		capacityN  = fs.Int("capacity-n", def.CapacityN, "backlog each fleet drains in the capacity scenario")
 		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
 		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
-		binary     = fs.String("consumer-binary", "", "the consumer binary the memory scenario runs (default: go build ./cmd/consumer into a temporary directory)")
+		auditN     = fs.Int("audit-n", def.AuditN, "reads the consumer binary audits in the audit scenario")
+		binary     = fs.String("consumer-binary", "", "the consumer binary the memory and audit scenarios run (default: go build ./cmd/consumer into a temporary directory)")
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
 		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (goroutines labelled side=...)")
@@ -98,6 +99,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if given["partial-n"] {
 		cfg.PartialN = *partialN
 	}
+	if given["audit-n"] {
+		cfg.AuditN = *auditN
+	}
 	if *scenario != "all" {
 		cfg.Scenarios = strings.Split(*scenario, ",")
 	}
@@ -123,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Progress = stderr // a smoke run (CI) prints only the table, or an error
 	}
 
-	if cfg.Runs(bench.ScenarioMemory) {
+	if cfg.Runs(bench.ScenarioMemory) || cfg.Runs(bench.ScenarioAudit) {
 		cfg.Binary = *binary
 		if cfg.Binary == "" {
 			dir, err := os.MkdirTemp("", "consumer-bench-bin-*")
@@ -133,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			defer os.RemoveAll(dir)
 			if cfg.Binary, err = bench.BuildConsumer(ctx, dir); err != nil {
-				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the memory scenario (or give --consumer-binary): %v\n", err)
+				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the memory and audit scenarios (or give --consumer-binary): %v\n", err)
 				return exitFailure
 			}
 		}

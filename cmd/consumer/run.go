@@ -29,11 +29,12 @@ const (
 
 // subcommands are the words "consumer <word>" understands; anything else
 // that does not start with a dash is an error naming them.
-var subcommands = []string{"dlq", "config", "version", "help"}
+var subcommands = []string{"dlq", "audit", "config", "version", "help"}
 
 const subcommandsUsage = `
 Subcommands:
   consumer dlq list|show|stats|replay|purge   work the dead-letter stream (consumer dlq --help)
+  consumer audit --since T --until T          account for every read of a period (consumer audit --help)
   consumer config [flags]                     the effective configuration as YAML, secrets redacted
   consumer version                            the version, revision and Go version (also --version)
   consumer help                               this help (also --help, -h)
@@ -50,6 +51,10 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runDLQ(ctx, rest, getenv, stdin, stdout, stderr)
+		case "audit":
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runAudit(ctx, rest, getenv, stdout, stderr)
 		case "config":
 			return runConfig(rest, getenv, stdout, stderr)
 		case "version":

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +62,9 @@ func TestRunSmoke(t *testing.T) {
 	cfg.CapacityN, cfg.Replicas, cfg.FleetSlack, cfg.CycleWindow = 100, []int{2}, 2*time.Second, 300*time.Millisecond
 	cfg.PartialN, cfg.PartialFor = 100, time.Second
 	cfg.Binary, cfg.BinaryEnv = os.Args[0], []string{childEnv}
+	// The child here is the service only: TestAuditScenario runs the audit
+	// with the real binary.
+	cfg.Scenarios = slices.DeleteFunc(bench.Scenarios(), func(s string) bool { return s == bench.ScenarioAudit })
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
 

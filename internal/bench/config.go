@@ -30,12 +30,15 @@ const (
 	// whose latency spreads and which fails some reads, against a bare
 	// client.
 	ScenarioPartial = "partial"
+	// ScenarioAudit: consumer audit, the binary, over a settled backlog
+	// with planted findings (docs/AUDIT.md).
+	ScenarioAudit = "audit"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
 	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial}
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioAudit}
 }
 
 // Config says what to run and how big.
@@ -83,7 +86,10 @@ type Config struct {
 	// retry jitter.
 	Seed uint64
 
-	// Binary is the consumer binary the memory scenario runs as a child
+	// AuditN is the reads the audit scenario audits.
+	AuditN int
+
+	// Binary is the consumer binary the memory and audit scenarios run as a child
 	// ("" skips the child); BinaryEnv is added to its environment.
 	Binary    string
 	BinaryEnv []string
@@ -92,7 +98,8 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Defaults is the full run: under five minutes on a 2-core machine. The
+// Defaults is the full run: under five minutes on a 2-core machine before
+// the audit scenario, which took 1m40s alone (docs/PERFORMANCE.md). The
 // partial scenario uses the production retry policy.
 func Defaults() Config {
 	return Config{
@@ -108,6 +115,7 @@ func Defaults() Config {
 		PartialN:     10_000,
 		PartialFor:   30 * time.Second,
 		PartialRetry: config.Default().Retry.Policy(),
+		AuditN:       1_000_000,
 		Seed:         20261130,
 	}
 }
@@ -130,6 +138,7 @@ func Smoke() Config {
 		PartialN:     200,
 		PartialFor:   2 * time.Second,
 		PartialRetry: smokeRetry(),
+		AuditN:       5_000,
 		Seed:         20261130,
 	}
 }
@@ -167,6 +176,9 @@ func (c Config) Validate() error {
 		if err := c.PartialRetry.Validate(); err != nil {
 			return fmt.Errorf("bench: partial retry policy: %w", err)
 		}
+	}
+	if c.Runs(ScenarioAudit) && c.AuditN < 2 {
+		return fmt.Errorf("bench: audit n (%d) must be >= 2", c.AuditN)
 	}
 	for _, p := range c.Pulls {
 		if p < 1 {

@@ -27,6 +27,7 @@ type Report struct {
 	CycleOpen   *CycleOpen   `json:"cycle_open,omitempty"`
 	RetryBudget *RetryBudget `json:"retry_budget,omitempty"`
 	Partial     *Partial     `json:"partial,omitempty"`
+	Audit       *Audit       `json:"audit,omitempty"`
 }
 
 // RunConfig is the part of Config a report records.
@@ -42,6 +43,7 @@ type RunConfig struct {
 	PartialN   int           `json:"partial_n"`
 	PartialFor time.Duration `json:"partial_deadline_ns"`
 	Seed       uint64        `json:"seed"`
+	AuditN     int           `json:"audit_n"`
 }
 
 // steadyRateCap bounds the steady scenario's publish rate.
@@ -56,6 +58,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
 		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, MemoryN: cfg.MemoryN,
 		CapacityN: cfg.CapacityN, Replicas: cfg.Replicas, PartialN: cfg.PartialN, PartialFor: cfg.PartialFor, Seed: cfg.Seed,
+		AuditN: cfg.AuditN,
 	}}
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
@@ -86,6 +89,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioCycleOpen, func() (err error) { rep.CycleOpen, err = runCycleOpen(ctx, e, cfg); return err }},
 		{ScenarioRetryBudget, func() (err error) { rep.RetryBudget, err = runRetryBudget(ctx, e, cfg); return err }},
 		{ScenarioPartial, func() (err error) { rep.Partial, err = runPartial(ctx, e, cfg); return err }},
+		{ScenarioAudit, func() (err error) { rep.Audit, err = runAudit(ctx, e, cfg); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.Runs(s.name) {

@@ -119,6 +119,17 @@ func (r *Report) Rows() []Row {
 		add(Row{Scenario: name, Measure: "HeapInuse peak - before", Baseline: mib(int64(h.Bare.Peak) - int64(h.Bare.Before)),
 			Ours: mib(int64(h.Ours.Peak) - int64(h.Ours.Before))})
 	}
+	if a := r.Audit; a != nil {
+		name := fmt.Sprintf("audit, binary audits %d", a.N)
+		if a.Skipped != "" {
+			add(Row{Scenario: "audit, binary", Measure: "skipped: " + a.Skipped})
+		} else {
+			add(Row{Scenario: name, Measure: "time; reads/s", Ours: ms(a.Took) + "; " + rate(a.ReadsPerSec)})
+			add(Row{Scenario: name, Measure: "VmHWM of the child", Ours: mib(a.HWM)})
+			add(Row{Scenario: name, Measure: fmt.Sprintf("planted: %d deleted, %d unbilled, %d extra keys; %d dead-lettered", auditDeleted, auditUnbilled, auditExtra, a.DeadLettered),
+				Ours: fmt.Sprintf("exit %d, %v", a.Exit, a.Findings), Target: "each found, nothing else", Met: met(a.Exact)})
+		}
+	}
 	if s := r.Scaling; s != nil {
 		for _, x := range s.Rows {
 			split := ""

@@ -42,6 +42,7 @@ const (
 	provisioner = "meter-provisioner"
 	dlqReader   = "meter-dlq-reader"
 	dlqOperator = "meter-dlq-operator"
+	auditUser   = "meter-audit"
 	// admin is the test's own user (all permissions, same account): it
 	// publishes reads as a head-end would and inspects the streams. It is
 	// added in Go, never part of a document.
@@ -52,7 +53,7 @@ const (
 // test's own settings, ahead of the documents' blocks, where a deployment
 // has them in nats-server's environment.
 var passwords = map[string]string{
-	serviceUser: "svc-pw", provisioner: "prov-pw", dlqReader: "reader-pw", dlqOperator: "operator-pw", admin: "admin-pw",
+	serviceUser: "svc-pw", provisioner: "prov-pw", dlqReader: "reader-pw", dlqOperator: "operator-pw", auditUser: "audit-pw", admin: "admin-pw",
 }
 
 var passwordVars = map[string]string{
@@ -60,6 +61,7 @@ var passwordVars = map[string]string{
 	"METER_PROVISIONER_PASSWORD":  provisioner,
 	"METER_DLQ_READER_PASSWORD":   dlqReader,
 	"METER_DLQ_OPERATOR_PASSWORD": dlqOperator,
+	"METER_AUDIT_PASSWORD":        auditUser,
 }
 
 // fencedBlocks returns the bodies of the fenced code blocks of the markdown
@@ -205,7 +207,14 @@ func inboxPrefix(user string) string {
 // code. It may run in a goroutine.
 func (w *permWorld) runDLQ(t *testing.T, user string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary, append(append([]string{"dlq"}, args...), "--nats-url", w.url)...)
+	return w.runAs(t, user, append([]string{"dlq"}, args...)...)
+}
+
+// runAs runs the binary with ARGS as user and returns its output and exit
+// code. It may run in a goroutine.
+func (w *permWorld) runAs(t *testing.T, user string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, append(args, "--nats-url", w.url)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, userEnv(user)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -408,8 +417,18 @@ func TestDocumentedPermissions(t *testing.T) {
 	require.Contains(t, copies, uint64(4))
 	require.Contains(t, copies, uint64(5))
 
+	// The audit user accounts for reads 1-5: three acked, two dead-lettered
+	// (the dead-letter stream's filler, deleted, is no copy), and may not
+	// delete the fleet's durable.
+	out, errOut, code := w.runAs(t, auditUser, "audit", "--from-seq", "1", "--to-seq", "5")
+	assert.Zero(t, code, out+errOut)
+	assert.Contains(t, out, "every read of the period is explained")
+	assert.Regexp(t, `billed\s+3\s`, out)
+	assert.Regexp(t, `dead-lettered\s+2\s`, out)
+	w.auditUserIsRefused(t)
+
 	// The read-only operator reads the dead-letter stream...
-	out, errOut, code := w.runDLQ(t, dlqReader, "list")
+	out, errOut, code = w.runDLQ(t, dlqReader, "list")
 	assert.Zero(t, code, errOut)
 	assert.Contains(t, out, "http_422")
 	assert.Contains(t, out, "invalid_payload")
@@ -525,6 +544,31 @@ func TestDocumentedPermissions(t *testing.T) {
 	}, w.denied.of(dlqReader))
 	assert.Empty(t, w.denied.of(dlqOperator))
 	assert.Empty(t, w.denied.of(provisioner))
+	assert.Equal(t, []string{
+		"pub $JS.API.CONSUMER.CREATE.METER_READS.intruder",
+		"pub $JS.API.CONSUMER.DELETE.METER_READS.meter-consumer",
+	}, w.denied.of(auditUser))
+}
+
+// auditUserIsRefused checks that the audit's user may neither delete the
+// fleet's durable nor create a consumer on the source stream.
+func (w *permWorld) auditUserIsRefused(t *testing.T) {
+	t.Helper()
+	nc, err := nats.Connect(w.url, nats.UserInfo(auditUser, passwords[auditUser]), nats.CustomInboxPrefix(inboxPrefix(auditUser)),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	assert.Error(t, js.DeleteConsumer(ctx, "METER_READS", "meter-consumer"))
+	ctx, cancel = context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err = js.CreateConsumer(ctx, "METER_READS", jetstream.ConsumerConfig{Durable: "intruder"})
+	assert.Error(t, err)
+	require.Eventually(t, func() bool { return len(w.denied.of(auditUser)) == 2 }, 5*time.Second, 10*time.Millisecond)
+	w.durableInfo(t) // still there
 }
 
 // serviceUserIsRefused checks, with the service's own user, that its
@@ -635,7 +679,7 @@ func TestDocumentedNscCommandsMatchTheConf(t *testing.T) {
 		}
 	}
 	assert.Equal(t, want, got)
-	assert.ElementsMatch(t, []string{serviceUser, provisioner, dlqReader, dlqOperator}, slices.Collect(maps.Keys(want)))
+	assert.ElementsMatch(t, []string{serviceUser, provisioner, dlqReader, dlqOperator, auditUser}, slices.Collect(maps.Keys(want)))
 	// TestDocumentedPermissions provisions with the provisioning user but
 	// consumes with the service's: the provisioning user's run of the
 	// service needs every permission of the service's.
