@@ -40,12 +40,12 @@ func TestHelpAndSubcommands(t *testing.T) {
 		{"config --help", []string{"config", "--help"}, 0, []string{"usage: consumer config [flags]", "Secrets are redacted"}, nil},
 		{"--help lists config", []string{"--help"}, 0, []string{"consumer config [flags]"}, nil},
 
-		{"unknown subcommand", []string{"frobnicate"}, 2, nil, []string{`unknown subcommand "frobnicate"`, "dlq, config, version, help"}},
+		{"unknown subcommand", []string{"frobnicate"}, 2, nil, []string{`unknown subcommand "frobnicate"`, "dlq, audit, config, version, help"}},
 		{"unknown dlq subcommand", []string{"dlq", "relpay"}, 2, nil, []string{`unknown subcommand "relpay"`, "list, show, stats, replay, purge"}},
 		{"dlq alone", []string{"dlq"}, 2, nil, []string{"usage: consumer dlq"}},
 		{"version with an argument", []string{"version", "extra"}, 2, nil, []string{`unexpected argument "extra"`}},
 		{"unknown flag", []string{"--frobnicate"}, 2, nil, []string{"frobnicate"}},
-		{"bench is not in the product binary", []string{"bench"}, 2, nil, []string{`unknown subcommand "bench"`, "dlq, config, version, help"}},
+		{"bench is not in the product binary", []string{"bench"}, 2, nil, []string{`unknown subcommand "bench"`, "dlq, audit, config, version, help"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

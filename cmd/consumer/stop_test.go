@@ -19,7 +19,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
-var heldRe = regexp.MustCompile(`(?m)^meter_consumer_retry_held (\S+)$`)
+var heldRe = regexp.MustCompile(`(?m)^meter_consumer_retry_held(?:\{[^}]*\})? (\S+)$`)
 
 // A stop with a full park ends inside service.StopBudget (the figure the
 // pod's terminationGracePeriodSeconds is set from), and hands every read
