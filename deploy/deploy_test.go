@@ -320,7 +320,7 @@ func TestKustomizeBuild(t *testing.T) {
 	t.Parallel()
 	m := load(t)
 	kinds := kustomize(t, k8sDir)
-	assert.Len(t, kinds, 10, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
+	assert.Len(t, kinds, 11, "kinds rendered: %v", slices.Sorted(maps.Keys(kinds)))
 	d, cm := rendered(t, kinds)
 	require.Len(t, m.kust.Images, 1)
 	img := m.kust.Images[0]

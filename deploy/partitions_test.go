@@ -50,7 +50,10 @@ func podConfig(t *testing.T, d *appsv1.Deployment, cms map[string]*corev1.Config
 			env[e.Name] = e.Value
 		}
 	}
-	env["NATS_CREDS"] = "" // mounted from a Secret in the pod; not here
+	// Mounted from Secrets in the pod; not here (TestOverlayMountsTheEngineCredentialsFromSecrets reads them).
+	for _, k := range []string{"NATS_CREDS", "CONSUMER_DOWNSTREAM_TOKEN_FILE", "CONSUMER_DOWNSTREAM_CA", "CONSUMER_DOWNSTREAM_CERT", "CONSUMER_DOWNSTREAM_KEY"} {
+		env[k] = ""
+	}
 	cfg, err := config.Load([]string{"--config", path}, func(k string) string { return env[k] })
 	require.NoError(t, err, "%s: the configuration loads", d.Name)
 	return cfg
