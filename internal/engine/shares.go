@@ -14,13 +14,15 @@ type shares struct {
 		epoch             int64
 		calls, shed, fast float64 // fast: sheds answered quickly
 		fresh             float64 // weight of first attempts
+		served            float64 // answered: 2xx or a permanent answer
 	}
 }
 
 func (s *shares) width() int64 { return max(int64(s.window/slots), 1) }
 
-// add counts a call of weight w: shed or not, and a shed answered quickly.
-func (s *shares) add(now time.Duration, w float64, shed, quick bool) {
+// add counts a call of weight w: shed or not, a shed answered quickly, or
+// answered.
+func (s *shares) add(now time.Duration, w float64, shed, quick, served bool) {
 	e := int64(now) / s.width()
 	sl := &s.slots[e%slots]
 	if sl.epoch != e {
@@ -28,6 +30,7 @@ func (s *shares) add(now time.Duration, w float64, shed, quick bool) {
 			epoch             int64
 			calls, shed, fast float64
 			fresh             float64
+			served            float64
 		}{epoch: e}
 	}
 	sl.calls += w
@@ -39,6 +42,9 @@ func (s *shares) add(now time.Duration, w float64, shed, quick bool) {
 		if quick {
 			sl.fast += w
 		}
+	}
+	if served {
+		sl.served += w
 	}
 }
 
@@ -66,4 +72,21 @@ func (s *shares) share(now time.Duration, least, quick float64) (shed, fast floa
 	}
 	fast = max(fast-shed*quick, 0)
 	return shed / calls, fast / calls, true, retries
+}
+
+// served is the share of the weight answered over the window, and whether
+// the calls weigh at least least.
+func (s *shares) served(now time.Duration, least float64) (float64, bool) {
+	e := int64(now) / s.width()
+	var calls, served float64
+	for _, sl := range s.slots {
+		if e-sl.epoch < slots {
+			calls += sl.calls
+			served += sl.served
+		}
+	}
+	if calls < least || calls == 0 {
+		return 0, false
+	}
+	return served / calls, true
 }

@@ -84,3 +84,29 @@ func TestRetriesAloneCountOnlyFastSheds(t *testing.T) {
 		})
 	}
 }
+
+// An engine that sheds while it answers others is serving: its sheds are
+// load or the reads' own, not an outage. One that answers no one is not.
+func TestAnEngineThatAnswersOthersIsServing(t *testing.T) {
+	for _, tt := range []struct {
+		shed    float64
+		serving bool
+	}{{0.5, true}, {0.85, true}, {0.97, false}, {1, false}} {
+		v, c := newView(t, engine.Options{})
+		calls(v, c, rand.New(rand.NewPCG(3, 3)), 400, 16, tt.shed, 10*time.Millisecond)
+		assert.Equal(t, tt.serving, v.Serving(), "%v shed", tt.shed)
+	}
+}
+
+// An engine that has just gone down is not serving, whatever it answered in
+// the seconds before.
+func TestAnEngineJustDownIsNotServing(t *testing.T) {
+	v, c := newView(t, engine.Options{})
+	calls(v, c, rand.New(rand.NewPCG(4, 4)), 400, 16, 0, 10*time.Millisecond)
+	assert.True(t, v.Serving())
+	for read := range uint64(20) {
+		c.advance(10 * time.Millisecond)
+		v.Observe(engine.Call{Read: 1000 + read, Answer: engine.Shed, Latency: time.Millisecond})
+	}
+	assert.False(t, v.Serving(), "nothing answered for 200ms")
+}

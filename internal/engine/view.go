@@ -69,6 +69,7 @@ type Options struct {
 	MinWeight     float64       // weight of calls in Window before a share counts (default 10: ten first attempts)
 	ShedShare     float64       // shed share past which a shed is the engine's, not the read's (default 0.3)
 	OverloadShare float64       // shed share past which the engine is overloaded (default 0.5)
+	ServingShare  float64       // answered share at which a shed is no outage (default 0.1)
 	// FastShare is the share of calls shed fast (answered in under half the
 	// latency baseline, beyond the share of answered calls that quick:
 	// refused before any work was done, as a load shedder does) past which
@@ -103,6 +104,9 @@ func (o *Options) defaults() error {
 	}
 	if o.OverloadShare == 0 {
 		o.OverloadShare = 0.5
+	}
+	if o.ServingShare == 0 {
+		o.ServingShare = 0.1
 	}
 	if o.FastShare == 0 {
 		o.FastShare = 0.05
@@ -150,7 +154,8 @@ type View struct {
 
 	mu       sync.Mutex
 	shares   shares
-	quick    share // of the answered calls answered quickly
+	quick    share         // of the answered calls answered quickly
+	answered time.Duration // when a call was last answered (monotonic; 0: never)
 	latency  rounds
 	throttle throttle
 }
@@ -194,10 +199,12 @@ func (v *View) Observe(c Call) Feedback {
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
 	quick := v.latency.baseline > 0 && c.Latency < v.latency.baseline/2
-	if c.Answer == Served || c.Answer == Refused {
+	served := c.Answer == Served || c.Answer == Refused
+	if served {
 		v.quick.add(quick)
+		v.answered = now
 	}
-	v.shares.add(now, weight(c.Failures), c.Answer == Shed, quick && !c.Quota)
+	v.shares.add(now, weight(c.Failures), c.Answer == Shed, quick && !c.Quota, served)
 	var fb Feedback
 	if c.Answer == Served || c.Answer == Refused {
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -255,6 +262,24 @@ func (v *View) Shedding() bool {
 	now := v.o.Clock.Mono()
 	share, _, ok := v.loads(now)
 	return (ok && share >= v.o.ShedShare) || v.overloaded(now)
+}
+
+// Serving reports whether the engine answers others while it sheds: at
+// least ServingShare of the calls' weight over Window was answered (2xx, or
+// a permanent answer), and a call was answered within the last four latency
+// baselines (at least 100ms), so that an engine that has just gone down is
+// not taken for serving on the strength of its last seconds. A shed then is
+// its load, or the read's own, never an outage: the breaker is for an
+// engine that serves no one.
+func (v *View) Serving() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.o.Clock.Mono()
+	if v.answered == 0 || now-v.answered > max(4*v.latency.baseline, 100*time.Millisecond) {
+		return false
+	}
+	share, ok := v.shares.served(now, v.o.MinWeight)
+	return ok && share >= v.o.ServingShare
 }
 
 // Snapshot is the View's state, for metrics and logs.

@@ -175,7 +175,11 @@ func (c *Consumer) callDownstream(graceful, hard context.Context, d *delivery, r
 			c.release(permit)
 			return fmt.Errorf("%w: %w", errStopping, err)
 		}
-		failed := ce != nil && ce.Class == classify.Transient
+		// A shed while the engine answers others is its load (the limit's
+		// to judge) or the read's own, not an outage: the breaker does not
+		// count it, so a limit that overshoots a capacity in slow start
+		// does not open it.
+		failed := ce != nil && ce.Class == classify.Transient && !(overload(ce.Cause) && c.view.Serving())
 		if !c.breakerDone(permit, failed) || c.expired(d.md) {
 			return err
 		}
