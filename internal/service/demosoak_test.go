@@ -9,7 +9,8 @@
 //	go test -tags demosoak -run TestDemoKeepsUp -v -timeout 0 ./internal/service
 //
 // DEMO_SOAK_DURATION shortens or lengthens the run (default 5m, e.g. 80s);
-// DEMO_SOAK_LOG names a file to write the service's log to (info level).
+// DEMO_SOAK_LOG names a file to write the service's log to (info level);
+// DEMO_SOAK_INCIDENTS=1 runs the demo with --demo-incidents.
 // Run it without -race: it measures the product, not the race detector.
 
 package service_test
@@ -63,6 +64,7 @@ func TestDemoKeepsUp(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.Demo = true
+	cfg.DemoIncidents = os.Getenv("DEMO_SOAK_INCIDENTS") == "1"
 	cfg.DataDir = t.TempDir()
 	cfg.NATS.Listen = freeAddr(t)
 	cfg.HTTP.Addr = "" // the registry is read here, not scraped
