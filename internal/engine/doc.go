@@ -41,6 +41,11 @@
 // least latency of a window, which a spread drags down, the median of
 // a round compares like with like.
 //
+// Serving: at least ServingShare (10%) of the weight over Window was
+// answered, and a call was answered within four baselines (100ms at
+// least). A shed then is load or the read's own, never an outage: the
+// breaker does not count it.
+//
 // Retry-After is always the floor of its own read's delay (package retry).
 // The View turns it into a pause of the whole replica only when the engine
 // throttles broadly: ThrottleReads (3) distinct reads carried it within
