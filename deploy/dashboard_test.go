@@ -228,6 +228,8 @@ func TestDashboardPanels(t *testing.T) {
 		{"Concurrency limit by replica", "timeseries", []string{"meter_consumer_concurrency_limit{", "by (pod)"}},
 		{"Calls shed by the engine", "timeseries", []string{"meter_consumer_downstream_rejected_total{", "by (cause)"}},
 		{"Retries spent and denied", "timeseries", []string{"meter_consumer_retries_total{", "by (budget)"}},
+		{"Replicas consuming", "stat", []string{"sum by (stream, durable) (meter_consumer_consuming{", "count(meter_consumer_build_info{"}},
+		{"Versions running", "stat", []string{"count by (version) (meter_consumer_build_info{"}},
 	}
 	for _, w := range want {
 		p, ok := byTitle[w.title]
@@ -279,4 +281,29 @@ func TestDashboardTellsFleetsApart(t *testing.T) {
 		}
 	}
 	assert.Greater(t, n, 10)
+}
+
+// TestDashboardVariablesListEveryReplica: the namespace, job and pod lists
+// come from meter_consumer_build_info, exported from process start, so a
+// namespace whose replicas never consumed is listed (messages_total, say,
+// appears with the first settled read); no panel counts replicas by up,
+// which counts unready ones.
+func TestDashboardVariablesListEveryReplica(t *testing.T) {
+	t.Parallel()
+	d := readDashboard(t)
+	for _, name := range []string{"namespace", "job", "pod"} {
+		sel := dashboardVar(t, d, name)
+		assert.Equal(t, []string{"meter_consumer_build_info"}, metricNames(sel), name)
+		if name != "namespace" {
+			assert.Contains(t, sel, `namespace="$namespace"`, name)
+		}
+		if name == "pod" {
+			assert.Contains(t, sel, `job="$job"`, name)
+		}
+	}
+	for _, p := range d.allPanels() {
+		for _, tg := range p.Targets {
+			assert.NotContains(t, metricNames(tg.Expr), "up", "%s: up counts replicas that are not ready", p.Title)
+		}
+	}
 }

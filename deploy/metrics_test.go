@@ -24,6 +24,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/version"
 )
 
 // noSource is a lag.Source that is never read: lag.New only registers.
@@ -46,7 +47,7 @@ func (noSource) DeadLetterInfo(context.Context) (*jetstream.StreamInfo, error) {
 }
 
 // exportedNames registers the metrics the binary registers (cmd/consumer:
-// the Go and process collectors; internal/service: its own, its state's,
+// the Go and process collectors, build info; internal/service: its own, its state's,
 // the stream metrics and the lag reader's gauges) and returns every series name they expose:
 // histograms as _bucket, _sum and _count, summaries as the name, _sum and
 // _count.
@@ -58,6 +59,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	service.NewMetrics(reg)
 	service.NewStateMetrics(reg)
 	lag.New(noSource{}, reg, time.Minute, retry.NewRand(1), nil)
+	require.NoError(t, version.Register(reg, version.Get()))
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	names := map[string]bool{}
@@ -75,6 +77,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	require.True(t, names["meter_consumer_messages_total"], "the stream metrics are registered")
 	require.True(t, names["meter_consumer_pending_messages"], "the lag gauges are registered")
 	require.True(t, names["process_resident_memory_bytes"], "the process collector is registered")
+	require.True(t, names["meter_consumer_build_info"], "the build info is registered")
 	return names
 }
 

@@ -24,7 +24,8 @@ import (
 // stays inactive; the replica says it does not consume and why
 // (meter_consumer_not_consuming{reason="connecting"}), and
 // MeterConsumerNotConsuming is pending for its stream and durable (it
-// fires after its 10 minutes, which promtool's cases cover). Skipped when
+// fires after its 10 minutes, which promtool's cases cover). The
+// dashboard lists the replica and counts it running, not consuming. Skipped when
 // the prometheus binary is not installed (CI installs it).
 func TestReplayUpButNotConsuming(t *testing.T) {
 	t.Parallel()
@@ -108,6 +109,7 @@ scrape_configs:
 	assert.Equal(t, map[string]string{"alertname": "MeterConsumerNotConsuming", "namespace": "meter-test",
 		"job": "meter-consumer", "stream": "METER_READS", "durable": "meter-consumer", "severity": "critical"}, got[0].Labels)
 	assert.Equal(t, "inactive", down, "the target is up: MeterConsumerDown does not see it")
+	assertDashboardShowsBrokenReplica(t, api, "meter-test", "meter-consumer", "meter-consumer-0")
 
 	code, _ = prom.Term(20 * time.Second)
 	assert.Zero(t, code, "prometheus exit status")
