@@ -46,6 +46,12 @@
 // least). A shed then is load or the read's own, never an outage: the
 // breaker does not count it.
 //
+// Down, for one read: another read's first attempt failed within Window
+// after the engine had answered no one for four baselines (100ms at least),
+// and nothing was answered since. A read whose last attempt fails then is
+// not exhausted by it: its failure cannot be told from the outage, which
+// the breaker may not have seen enough fresh reads to judge yet.
+//
 // Retry-After is always the floor of its own read's delay (package retry).
 // The View turns it into a pause of the whole replica only when the engine
 // throttles broadly: ThrottleReads (3) distinct reads carried it within

@@ -110,3 +110,46 @@ func TestAnEngineJustDownIsNotServing(t *testing.T) {
 	}
 	assert.False(t, v.Serving(), "nothing answered for 200ms")
 }
+
+// Down, for one read: another read's first attempt failed after the engine
+// had answered no one for 100ms (four baselines), and nothing since.
+func TestDownIsOtherFreshReadsFailingInAQuiet(t *testing.T) {
+	shed := func(read, failures uint64) engine.Call {
+		return engine.Call{Read: read, Failures: failures, Answer: engine.Shed, Latency: time.Millisecond}
+	}
+	served := engine.Call{Read: 99, Answer: engine.Served, Latency: time.Millisecond}
+	tests := []struct {
+		name  string
+		calls []engine.Call // 10ms apart
+		after time.Duration // after the last call
+		down  bool
+	}{
+		{"never answered, another read failed fresh", []engine.Call{shed(1, 0), shed(2, 0)}, 0, true},
+		{"only the read itself failed", []engine.Call{shed(1, 0), shed(1, 1), shed(1, 2)}, 0, false},
+		{"another read failed, but only on a retry", []engine.Call{shed(1, 0), shed(2, 3)}, 0, false},
+		{"another read failed fresh right after an answer", []engine.Call{served, shed(2, 0), shed(1, 3)}, 0, false},
+		{"another read failed fresh after 100ms of quiet", append([]engine.Call{served}, quiet(11, shed(2, 0))...), 0, true},
+		{"answered since", append(append([]engine.Call{served}, quiet(11, shed(2, 0))...), served), 0, false},
+		{"the failure is older than the window", []engine.Call{shed(2, 0)}, 2100 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			for _, call := range tt.calls {
+				c.advance(10 * time.Millisecond)
+				v.Observe(call)
+			}
+			c.advance(tt.after)
+			assert.Equal(t, tt.down, v.Down(1))
+		})
+	}
+}
+
+// quiet is n-1 empty ticks of 10ms (calls the engine never saw) then call.
+func quiet(n int, call engine.Call) []engine.Call {
+	out := make([]engine.Call, 0, n)
+	for range n - 1 {
+		out = append(out, engine.Call{Answer: engine.Cut})
+	}
+	return append(out, call)
+}

@@ -156,6 +156,7 @@ type View struct {
 	shares   shares
 	quick    share         // of the answered calls answered quickly
 	answered time.Duration // when a call was last answered (monotonic; 0: never)
+	quiet    [2]quietFail  // the last two reads whose first attempt failed in a quiet
 	latency  rounds
 	throttle throttle
 }
@@ -185,6 +186,13 @@ func (s *share) add(yes bool) {
 	s.p += (x - s.p) / float64(s.n)
 }
 
+// quietFail is a read whose first attempt failed after the engine had
+// answered no one for a while (its quiet).
+type quietFail struct {
+	read uint64
+	at   time.Duration // monotonic; 0: none
+}
+
 // weight is what a call of a read that failed f times before counts for.
 func weight(f uint64) float64 {
 	return 1 / float64(uint64(1)<<min(f, 30))
@@ -203,6 +211,12 @@ func (v *View) Observe(c Call) Feedback {
 	if served {
 		v.quick.add(quick)
 		v.answered = now
+	}
+	if c.Failures == 0 && (c.Answer == Shed || c.Answer == Failed) && (v.answered == 0 || now-v.answered >= v.quietFor()) {
+		if v.quiet[0].read != c.Read {
+			v.quiet[1] = v.quiet[0]
+		}
+		v.quiet[0] = quietFail{read: c.Read, at: max(now, 1)}
 	}
 	v.shares.add(now, weight(c.Failures), c.Answer == Shed, quick && !c.Quota, served)
 	var fb Feedback
@@ -280,6 +294,32 @@ func (v *View) Serving() bool {
 	}
 	share, ok := v.shares.served(now, v.o.MinWeight)
 	return ok && share >= v.o.ServingShare
+}
+
+// quietFor is how long the engine must have answered no one before a
+// fresh read's failure says it is down: four latency baselines, at least
+// 100ms. Locked.
+func (v *View) quietFor() time.Duration {
+	return max(4*v.latency.baseline, 100*time.Millisecond)
+}
+
+// Down reports whether, as far as read r can tell, the engine serves no
+// one: another read's first attempt failed within Window, after the engine
+// had answered no one for four latency baselines (100ms at least), and
+// nothing was answered since. A read whose last attempt fails then cannot
+// be told from the outage (an engine down from the start, before the
+// breaker has seen enough fresh reads to open): its failure is not its own.
+// A read that fails alone, or while others are answered, is not helped.
+func (v *View) Down(r uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.o.Clock.Mono()
+	for _, q := range v.quiet {
+		if q.at != 0 && q.read != r && q.at > v.answered && now-q.at <= v.o.Window {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot is the View's state, for metrics and logs.

@@ -206,6 +206,9 @@ func (w *world) deadLetters() map[string]int {
 		m, err := st.GetMsg(context.Background(), seq)
 		if err == nil {
 			out[m.Header.Get("Dlq-Sequence")]++
+			w.t.Logf("dead-letter copy %d: sequence %s, reason %s, cause %s, deliveries %s, error %q",
+				seq, m.Header.Get("Dlq-Sequence"), m.Header.Get("Dlq-Reason"), m.Header.Get("Dlq-Cause"),
+				m.Header.Get("Dlq-Deliveries"), m.Header.Get("Dlq-Error"))
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,4 +211,43 @@ func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
 	assert.Empty(t, e.deadLetters(), "no read paid for the overload")
 	assert.EqualValues(t, reads, s.Billed)
 	assert.Positive(t, testutil.ToFloat64(counter(t, e, "meter_consumer_uncharged_failures_total", "why", "shedding")))
+}
+
+// An engine down from the start, with too few fresh reads in a read's
+// attempt budget for the breaker to open (20 in its window, 40 reads a
+// second, four attempts within 280ms): a read's last failure while the
+// engine serves no one and fails other reads too is the outage's, not the
+// read's. No read is dead-lettered; every read is billed once it is back.
+func TestAnEngineDownBeforeTheBreakerOpensDeadLettersNothing(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	down.Store(true)
+	e := newEnv(t, func(int, string) (int, http.Header) {
+		if down.Load() {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	})
+	o := e.options(97)
+	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: 500 * time.Millisecond, Probes: 1}
+	e.start(o)
+	const reads = 50
+	for i := range reads {
+		if i == 40 {
+			down.Store(false)
+		}
+		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+		if i >= 2 { // the first three at once: others' first attempts fail beside the first read's
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	e.settled(30 * time.Second)
+	assert.Empty(t, e.deadLetters(), "no read paid for the outage")
+	for i := range reads {
+		c := e.re.callsFor(keyOf(i))
+		require.NotEmpty(t, c, "read %d", i)
+		assert.Equal(t, http.StatusOK, c[len(c)-1].Status, "read %d billed", i)
+	}
+	assert.Positive(t, testutil.ToFloat64(counter(t, e, "meter_consumer_uncharged_failures_total", "why", "engine_down")))
+	t.Logf("%d calls for %d reads", e.re.total(), reads)
 }

@@ -128,6 +128,12 @@ func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.
 		c.deadLetter(hard, d, dlq.ReasonPermanent, ce)
 	case c.expired(md):
 		c.deadLetter(hard, d, dlq.ReasonExpired, ce)
+	case c.o.Policy.Exhausted(attempt) && c.view.Down(md.Sequence.Stream) && c.credit(hard, d):
+		// The engine serves no one and fails other reads too: the last
+		// failure is the outage's, not the read's, though the breaker may
+		// not have seen enough fresh reads to open yet. Credited as a shed.
+		c.uncharged(hard, d, ce, whyDown, "failed while the engine serves no one: not charged")
+		c.retryLater(hard, d, ce, c.o.Policy.DelayWithFloor(md.NumDelivered, c.o.Rand, ce.RetryAfter))
 	case c.o.Policy.Exhausted(attempt):
 		c.deadLetter(hard, d, dlq.ReasonExhausted, ce)
 	case overload(ce.Cause) && c.view.Shedding() && c.credit(hard, d):

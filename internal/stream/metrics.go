@@ -170,6 +170,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"why"})
 	m.uncharged.WithLabelValues(whyBreaker)
 	m.uncharged.WithLabelValues(whyShedding)
+	m.uncharged.WithLabelValues(whyDown)
 	m.engineOverload = f.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_overloaded",
 		Help: "1 while this replica's view judges the rate engine overloaded (a queue in its latency, or half its calls shed): the limit comes down and the retry budget binds.",
@@ -232,6 +233,7 @@ func (m *Metrics) settled(o Outcome, seconds float64) {
 const (
 	whyBreaker  = "breaker"
 	whyShedding = "shedding"
+	whyDown     = "engine_down"
 )
 
 // engine exports what the engine's view made of the last call.
