@@ -47,8 +47,13 @@ func TestPercentiles(t *testing.T) {
 // A profile of labelled work splits by label, nats-server's own labels
 // counting as the server's.
 func TestCPUBySide(t *testing.T) {
-	spin := func(ctx context.Context, d time.Duration) {
-		for end := time.Now().Add(d); time.Now().Before(end); {
+	// Spin until the process has used d of CPU (not of wall time: a loaded
+	// machine gives a spinning goroutine a share of a core), or 10s.
+	spin := func(_ context.Context, d time.Duration) {
+		began := processCPU()
+		for end := time.Now().Add(10 * time.Second); processCPU()-began < d && time.Now().Before(end); {
+			for range 100000 {
+			}
 		}
 	}
 	bySide, err := cpuProfile(func() error {

@@ -58,7 +58,11 @@ func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
 	without := run(t, false)
 	// The engine's view halves the limit on sheds answered at once (5% of
 	// first attempts), so the limit rides at the engine's edge: 10% of the
-	// calls shed, measured on two runs (67 of 667, 68 of 668).
-	assert.Less(t, float64(with.Shed), 0.125*float64(with.Calls), "with the limit, at most an eighth of the calls shed")
-	assert.Greater(t, float64(without.Shed), 0.5*float64(without.Calls), "without, most are")
+	// calls shed, measured on two runs (67 of 667, 68 of 668). The bounds
+	// leave room for a loaded machine (a starved client misreads latency):
+	// a quarter at most, and a third of the share shed without the limit.
+	withShare, withoutShare := float64(with.Shed)/float64(with.Calls), float64(without.Shed)/float64(without.Calls)
+	assert.Less(t, withShare, 0.25, "with the limit, at most a quarter of the calls shed")
+	assert.Greater(t, withoutShare, 0.5, "without, most are")
+	assert.Less(t, withShare, withoutShare/3, "the limit sheds a third as much at most")
 }
