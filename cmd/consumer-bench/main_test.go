@@ -19,7 +19,7 @@ func TestUsage(t *testing.T) {
 			"usage: consumer-bench [flags]", "--n int", "(default 200000)", "--scenario string", "(default all)",
 			"--pulls string", "(default 32,64,128,256)", "--memory-n int", "--capacity-n int", "(default 20000)",
 			"--replicas string", "(default 1,4,16)", "--partial-n int", "(default 10000)", "--consumer-binary string", "--smoke",
-			"--json", "--cpuprofile string", "capacity, cycle-open, retry-budget, partial",
+			"--json", "--cpuprofile string", "capacity, cycle-open, retry-budget, partial, outage",
 		}, nil},
 		{"-h", []string{"-h"}, exitOK, []string{"usage: consumer-bench [flags]"}, nil},
 		{"unknown flag", []string{"--frobnicate"}, exitBadUsage, nil, []string{"frobnicate", "consumer-bench --help"}},

@@ -61,6 +61,7 @@ func TestRunSmoke(t *testing.T) {
 	cfg.Pulls = []int{32, 64}
 	cfg.CapacityN, cfg.Replicas, cfg.FleetSlack, cfg.CycleWindow = 100, []int{2}, 2*time.Second, 300*time.Millisecond
 	cfg.PartialN, cfg.PartialFor = 100, time.Second
+	cfg.OutageN, cfg.OutageFor = 100, 300*time.Millisecond
 	cfg.Binary, cfg.BinaryEnv = os.Args[0], []string{childEnv}
 	// The child here is the service only: TestAuditScenario runs the audit
 	// with the real binary.
@@ -116,11 +117,17 @@ func TestRunSmoke(t *testing.T) {
 		assert.Positive(t, row.Product.Calls, "and the product")
 	}
 
+	require.NotNil(t, rep.Outage)
+	require.Len(t, rep.Outage.Rows, 1)
+	assert.Positive(t, rep.Outage.Rows[0].DownCalls, "the engine was down")
+	assert.EqualValues(t, 100, rep.Outage.Rows[0].Run.Billed, "and every read billed once it was back")
+	assert.Empty(t, rep.Outage.Rows[0].Run.DeadLetters, "none dead-lettered")
+
 	var table strings.Builder
 	require.NoError(t, bench.WriteTable(&table, rep))
 	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)",
 		"capacity 2 replica(s)", "cycle-open 2 replica(s)", "retry-budget 100 reads", "partial uniform 5-25ms, healthy reads, 100",
-		"partial long tail, median 10ms p99 100ms, partial reads, 100"} {
+		"partial long tail, median 10ms p99 100ms, partial reads, 100", "outage 2 replica(s), 100 reads, down 300ms"} {
 		assert.Contains(t, table.String(), want)
 	}
 	_, err = json.Marshal(rep)

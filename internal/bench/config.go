@@ -33,12 +33,15 @@ const (
 	// ScenarioAudit: consumer audit, the binary, over a settled backlog
 	// with planted findings (docs/AUDIT.md).
 	ScenarioAudit = "audit"
+	// ScenarioOutage: fleets draining a backlog from an engine down for a
+	// while, then back.
+	ScenarioOutage = "outage"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
 	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioAudit}
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioOutage, ScenarioAudit}
 }
 
 // Config says what to run and how big.
@@ -86,6 +89,11 @@ type Config struct {
 	// retry jitter.
 	Seed uint64
 
+	// OutageN is the backlog of the outage scenario, OutageFor how long its
+	// engine is down from its first call.
+	OutageN   int
+	OutageFor time.Duration
+
 	// AuditN is the reads the audit scenario audits.
 	AuditN int
 
@@ -115,6 +123,8 @@ func Defaults() Config {
 		PartialN:     10_000,
 		PartialFor:   30 * time.Second,
 		PartialRetry: config.Default().Retry.Policy(),
+		OutageN:      2_000,
+		OutageFor:    10 * time.Second,
 		AuditN:       1_000_000,
 		Seed:         20261130,
 	}
@@ -138,6 +148,8 @@ func Smoke() Config {
 		PartialN:     200,
 		PartialFor:   2 * time.Second,
 		PartialRetry: smokeRetry(),
+		OutageN:      200,
+		OutageFor:    2 * time.Second,
 		AuditN:       5_000,
 		Seed:         20261130,
 	}
@@ -176,6 +188,9 @@ func (c Config) Validate() error {
 		if err := c.PartialRetry.Validate(); err != nil {
 			return fmt.Errorf("bench: partial retry policy: %w", err)
 		}
+	}
+	if c.Runs(ScenarioOutage) && (c.OutageN < 1 || c.OutageFor <= 0) {
+		return fmt.Errorf("bench: outage n (%d) must be >= 1 and its outage (%s) > 0", c.OutageN, c.OutageFor)
 	}
 	if c.Runs(ScenarioAudit) && c.AuditN < 2 {
 		return fmt.Errorf("bench: audit n (%d) must be >= 2", c.AuditN)

@@ -26,6 +26,7 @@ type Report struct {
 	Capacity    *Capacity    `json:"capacity,omitempty"`
 	CycleOpen   *CycleOpen   `json:"cycle_open,omitempty"`
 	RetryBudget *RetryBudget `json:"retry_budget,omitempty"`
+	Outage      *Outage      `json:"outage,omitempty"`
 	Partial     *Partial     `json:"partial,omitempty"`
 	Audit       *Audit       `json:"audit,omitempty"`
 }
@@ -89,6 +90,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioCycleOpen, func() (err error) { rep.CycleOpen, err = runCycleOpen(ctx, e, cfg); return err }},
 		{ScenarioRetryBudget, func() (err error) { rep.RetryBudget, err = runRetryBudget(ctx, e, cfg); return err }},
 		{ScenarioPartial, func() (err error) { rep.Partial, err = runPartial(ctx, e, cfg); return err }},
+		{ScenarioOutage, func() (err error) { rep.Outage, err = runOutage(ctx, e, cfg); return err }},
 		{ScenarioAudit, func() (err error) { rep.Audit, err = runAudit(ctx, e, cfg); return err }},
 	}
 	for _, s := range steps {

@@ -190,6 +190,9 @@ func (r *Report) Rows() []Row {
 	if p := r.Partial; p != nil {
 		rows = append(rows, p.rows()...)
 	}
+	if o := r.Outage; o != nil {
+		rows = append(rows, o.rows()...)
+	}
 	return rows
 }
 
