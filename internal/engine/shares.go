@@ -10,41 +10,49 @@ const slots = 10
 // slots.
 type shares struct {
 	window time.Duration
-	slots  [slots]struct {
-		epoch             int64
-		calls, shed, fast float64 // fast: sheds answered quickly
-		fresh             float64 // weight of first attempts
-		served            float64 // answered: 2xx or a permanent answer
-	}
+	slots  [slots]slot
+}
+
+// slot is one slot of a window.
+type slot struct {
+	epoch             int64
+	calls, shed, fast float64 // fast: sheds answered quickly
+	fresh             float64 // weight of first attempts
+	served            float64 // answered: 2xx or a permanent answer
+	throttled         float64 // shed with a Retry-After
+}
+
+// call is what shares counts of one call.
+type call struct {
+	w                               float64
+	shed, quick, served, retryAfter bool
 }
 
 func (s *shares) width() int64 { return max(int64(s.window/slots), 1) }
 
-// add counts a call of weight w: shed or not, a shed answered quickly, or
-// answered.
-func (s *shares) add(now time.Duration, w float64, shed, quick, served bool) {
+// add counts a call of weight c.w: shed or not (with a Retry-After or
+// not), a shed answered quickly, or answered.
+func (s *shares) add(now time.Duration, c call) {
 	e := int64(now) / s.width()
 	sl := &s.slots[e%slots]
 	if sl.epoch != e {
-		*sl = struct {
-			epoch             int64
-			calls, shed, fast float64
-			fresh             float64
-			served            float64
-		}{epoch: e}
+		*sl = slot{epoch: e}
 	}
-	sl.calls += w
-	if w == 1 {
+	sl.calls += c.w
+	if c.w == 1 {
 		sl.fresh++
 	}
-	if shed {
-		sl.shed += w
-		if quick {
-			sl.fast += w
+	if c.shed {
+		sl.shed += c.w
+		if c.quick {
+			sl.fast += c.w
+		}
+		if c.retryAfter {
+			sl.throttled += c.w
 		}
 	}
-	if served {
-		sl.served += w
+	if c.served {
+		sl.served += c.w
 	}
 }
 
@@ -77,16 +85,27 @@ func (s *shares) share(now time.Duration, least, quick float64) (shed, fast floa
 // served is the share of the weight answered over the window, and whether
 // the calls weigh at least least.
 func (s *shares) served(now time.Duration, least float64) (float64, bool) {
+	return s.of(now, least, func(sl slot) float64 { return sl.served })
+}
+
+// throttled is the share of the weight shed with a Retry-After over the
+// window, and whether the calls weigh at least least.
+func (s *shares) throttled(now time.Duration, least float64) (float64, bool) {
+	return s.of(now, least, func(sl slot) float64 { return sl.throttled })
+}
+
+// of is the share of the weight that part picks out of each slot.
+func (s *shares) of(now time.Duration, least float64, part func(slot) float64) (float64, bool) {
 	e := int64(now) / s.width()
-	var calls, served float64
+	var calls, picked float64
 	for _, sl := range s.slots {
 		if e-sl.epoch < slots {
 			calls += sl.calls
-			served += sl.served
+			picked += part(sl)
 		}
 	}
 	if calls < least || calls == 0 {
 		return 0, false
 	}
-	return served / calls, true
+	return picked / calls, true
 }

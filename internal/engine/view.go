@@ -86,6 +86,11 @@ type Options struct {
 	QueueFor time.Duration
 
 	ThrottleReads int           // distinct reads with Retry-After in Window for a pause (default 3)
+	// ThrottleShare is the share of the calls' weight over Window shed with
+	// a Retry-After, beside ThrottleReads, for a pause (default 0.1): an
+	// engine that adds Retry-After to a few of its sheds throttles single
+	// reads, not the replica.
+	ThrottleShare float64
 	MaxPause      time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
 
 	Rand  retry.Source // jitter of pauses (default: seeded from the clock)
@@ -129,9 +134,14 @@ func (o *Options) defaults() error {
 	if o.ThrottleReads <= 0 {
 		o.ThrottleReads = 3
 	}
+	if o.ThrottleShare == 0 {
+		o.ThrottleShare = 0.1
+	}
 	switch {
 	case o.ShedShare <= 0 || o.ShedShare > 1 || o.OverloadShare < o.ShedShare || o.OverloadShare > 1:
 		return fmt.Errorf("engine: shed share (%v) and overload share (%v) must satisfy 0 < shed <= overload <= 1", o.ShedShare, o.OverloadShare)
+	case o.ThrottleShare < 0 || o.ThrottleShare > 1:
+		return fmt.Errorf("engine: throttle share (%v) must be in [0, 1]", o.ThrottleShare)
 	case o.FastShare < 0 || o.FastShare > 1:
 		return fmt.Errorf("engine: fast share (%v) must be in [0, 1]", o.FastShare)
 	case o.Tolerance <= 1:
@@ -218,7 +228,8 @@ func (v *View) Observe(c Call) Feedback {
 		}
 		v.quiet[0] = quietFail{read: c.Read, at: max(now, 1)}
 	}
-	v.shares.add(now, weight(c.Failures), c.Answer == Shed, quick && !c.Quota, served)
+	v.shares.add(now, call{w: weight(c.Failures), shed: c.Answer == Shed, quick: quick && !c.Quota, served: served,
+		retryAfter: c.RetryAfter > 0})
 	var fb Feedback
 	if c.Answer == Served || c.Answer == Refused {
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -229,7 +240,8 @@ func (v *View) Observe(c Call) Feedback {
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
-		if wait > 0 && fb.Overloaded && now >= v.throttle.until {
+		share, ok := v.shares.throttled(now, v.o.MinWeight)
+		if wait > 0 && fb.Overloaded && ok && share >= v.o.ThrottleShare && now >= v.throttle.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
 			v.throttle.until = now + fb.Pause
 		}

@@ -225,7 +225,8 @@ func TestAFewShedsAreNoVerdict(t *testing.T) {
 }
 
 // Retry-After pauses the replica only when the engine throttles broadly:
-// several distinct reads within the window while it is overloaded. The
+// several distinct reads, and a tenth of the weight, within the window
+// while it is overloaded. The
 // pause is the longest wait asked, clamped to MaxPause, jittered up to half
 // as much again, never past MaxPause.
 func TestRetryAfterPausesOnlyABroadThrottle(t *testing.T) {
@@ -263,6 +264,32 @@ func TestRetryAfterPausesOnlyABroadThrottle(t *testing.T) {
 		}
 		want := 2*time.Second + time.Duration(retry.NewRand(9).Int64N(int64(time.Second)+1))
 		assert.Equal(t, []time.Duration{want}, pauses, "one pause, the seed's jitter; none again while it lasts")
+	})
+	t.Run("an overloaded engine with Retry-After on a few of its sheds", func(t *testing.T) {
+		// The bench's capacity engine: Retry-After on a fifth of its sheds,
+		// which are a tenth of the calls. Here 60% are shed, one in ten of
+		// them with a Retry-After: 6% of the weight, many distinct reads.
+		for _, tt := range []struct {
+			every int // one shed in every is throttled
+			pause bool
+		}{{10, false}, {1, true}} {
+			v, c := newView(t, engine.Options{MaxPause: maxPause})
+			paused := false
+			for i := range 1000 {
+				c.advance(time.Millisecond)
+				switch {
+				case i%5 >= 3:
+					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 10 * time.Millisecond})
+				case (i/5*3+i%5)%tt.every == 0:
+					fb := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, RetryAfter: time.Second})
+					paused = paused || fb.Pause > 0
+				default:
+					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed})
+				}
+			}
+			assert.True(t, v.Overloaded())
+			assert.Equal(t, tt.pause, paused, "Retry-After on one shed in %d", tt.every)
+		}
 	})
 	t.Run("a day asked for broadly is clamped", func(t *testing.T) {
 		v, c := newView(t, engine.Options{MaxPause: maxPause})
