@@ -85,7 +85,7 @@ type Options struct {
 	// a busy CPU) lift a few rounds, an engine's queue lasts.
 	QueueFor time.Duration
 
-	ThrottleReads int           // distinct reads with Retry-After in Window for a pause (default 3)
+	ThrottleReads int // distinct reads with Retry-After in Window for a pause (default 3)
 	// ThrottleShare is the share of the calls' weight over Window shed with
 	// a Retry-After, beside ThrottleReads, for a pause (default 0.1): an
 	// engine that adds Retry-After to a few of its sheds throttles single
