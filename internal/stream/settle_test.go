@@ -167,7 +167,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 		Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 		Sink:   sink, DeadLetter: &fakeDeadLetter{}, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
 		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
-		Breaker: &breaker.Options{MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute},
+		Breaker: &breaker.Options{Window: 30 * time.Second, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute, Probes: 3},
 	})
 	require.NoError(t, err)
 	defer c.breaker.Stop()
