@@ -106,6 +106,11 @@ type Retry struct {
 	MaxReadAge time.Duration `yaml:"max_read_age"`
 }
 
+// RetryBudgetWindow is the sliding window the retry budget counts first
+// attempts and retries over. It is not a setting: retry.budget_percent is
+// a share of the first attempts over it.
+const RetryBudgetWindow = 10 * time.Second
+
 // Policy returns the settings as a [retry.Policy].
 func (r Retry) Policy() retry.Policy {
 	return retry.Policy{

@@ -381,7 +381,8 @@ func Controls(cfg config.Config) (*limit.Limiter, *budget.Budget, error) {
 	if cfg.Retry.BudgetPercent == 0 {
 		return lim, nil, nil
 	}
-	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond)})
+	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond),
+		Window: config.RetryBudgetWindow})
 	return lim, b, err
 }
 
