@@ -141,6 +141,13 @@ type DLQ struct {
 	MaxBytes   int           `yaml:"max_bytes"`  // bound of a created DLQ stream (0: unlimited)
 }
 
+// PublishRetry drives the in-process retries of a dead-letter copy's
+// publish before the read is NAKed, to come back later: 3 attempts, 100ms
+// base, 1s cap. It is not a setting.
+func (DLQ) PublishRetry() retry.Policy {
+	return retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3}
+}
+
 // Downstream is the HTTP service the reads are posted to.
 type Downstream struct {
 	URL               string        `yaml:"url"`

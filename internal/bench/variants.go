@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
@@ -79,6 +80,7 @@ func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink downstre
 		ShutdownTimeout: 10 * time.Second,
 		Sink:            sink,
 		DeadLetter:      dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream}),
+		DeadLetterRetry: config.Default().DLQ.PublishRetry(),
 		Metrics:         stream.NewMetrics(prometheus.NewRegistry()),
 		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}

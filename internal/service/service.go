@@ -146,6 +146,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		Sink:            sink,
 		DeadLetter: dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream,
 			MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads}),
+		DeadLetterRetry:  cfg.DLQ.PublishRetry(),
 		DeadLetterWindow: set.DeadLetterWindow,
 		Records:          set.Records,
 		Metrics:          stream.NewMetrics(reg),

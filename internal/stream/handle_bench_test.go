@@ -58,11 +58,12 @@ func BenchmarkHandle(b *testing.B) {
 	c, err := New(Options{
 		Policy:      retry.DefaultPolicy(),
 		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
-		Sink:       boundedNoop{},
-		DeadLetter: nopDeadLetter{},
-		Metrics:    NewMetrics(prometheus.NewRegistry()),
-		Logger:     slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		Rand:       retry.NewRand(1),
+		Sink:            boundedNoop{},
+		DeadLetter:      nopDeadLetter{},
+		Metrics:         NewMetrics(prometheus.NewRegistry()),
+		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Rand:            retry.NewRand(1),
+		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -166,6 +166,7 @@ func (e *env) options(seed uint64) stream.Options {
 		Rand:             retry.NewRand(seed),
 		Records:          e.set.Records,
 		DeadLetterWindow: e.set.DeadLetterWindow,
+		DeadLetterRetry:  retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 	}
 }
 
