@@ -56,7 +56,7 @@ func (nopDeadLetter) Stored(context.Context, dlq.Entry, time.Time, time.Time) (d
 // returns fixed metadata) and the settlement's network cost.
 func BenchmarkHandle(b *testing.B) {
 	c, err := New(Options{
-		Policy:      retry.DefaultPolicy(),
+		Policy:      retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute},
 		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
 		Sink:            boundedNoop{},
 		DeadLetter:      nopDeadLetter{},
