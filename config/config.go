@@ -242,7 +242,7 @@ func Default() Config {
 			Timeout:           5 * time.Second,
 			PermanentStatuses: []int{400, 404, 405, 410, 413, 414, 415, 422},
 			Adaptive:          true,
-			ReloadInterval:    downstream.DefaultReloadInterval,
+			ReloadInterval:    10 * time.Second,
 		},
 		HTTP:     HTTP{Addr: ":8080"},
 		Log:      Log{Format: "auto", Level: "info"},

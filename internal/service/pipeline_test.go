@@ -102,6 +102,12 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 		{"breaker.Options.Probes", func() error { return brk(func(o *breaker.Options) { o.Probes = 0 }) }},
 		{"budget.Options.Ratio", func() error { return bud(func(o *budget.Options) { o.Ratio = 0 }) }},
 		{"budget.Options.Window", func() error { return bud(func(o *budget.Options) { o.Window = 0 }) }},
+		{"downstream.Access.ReloadInterval", func() error {
+			a := cfg.Downstream.Access()
+			a.TokenFile, a.ReloadInterval = "/run/secrets/token", 0
+			_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "http://127.0.0.1:1/reads", Timeout: cfg.Downstream.Timeout, Access: a})
+			return err
+		}},
 		{"stream.Topology.DLQDuplicates", func() error {
 			topo := service.Topology(cfg)
 			topo.DLQDuplicates = 0
