@@ -106,6 +106,11 @@ type Retry struct {
 	MaxReadAge time.Duration `yaml:"max_read_age"`
 }
 
+// RetryBudgetWindow is the sliding window the retry budget counts first
+// attempts and retries over. It is not a setting: retry.budget_percent is
+// a share of the first attempts over it.
+const RetryBudgetWindow = 10 * time.Second
+
 // Policy returns the settings as a [retry.Policy].
 func (r Retry) Policy() retry.Policy {
 	return retry.Policy{
@@ -134,6 +139,13 @@ type DLQ struct {
 	Prefix     string        `yaml:"prefix"`     // copies go to <prefix>.<original subject>
 	Duplicates time.Duration `yaml:"duplicates"` // duplicate window of the DLQ stream
 	MaxBytes   int           `yaml:"max_bytes"`  // bound of a created DLQ stream (0: unlimited)
+}
+
+// PublishRetry drives the in-process retries of a dead-letter copy's
+// publish before the read is NAKed, to come back later: 3 attempts, 100ms
+// base, 1s cap. It is not a setting.
+func (DLQ) PublishRetry() retry.Policy {
+	return retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3}
 }
 
 // Downstream is the HTTP service the reads are posted to.
@@ -230,7 +242,7 @@ func Default() Config {
 			Timeout:           5 * time.Second,
 			PermanentStatuses: []int{400, 404, 405, 410, 413, 414, 415, 422},
 			Adaptive:          true,
-			ReloadInterval:    downstream.DefaultReloadInterval,
+			ReloadInterval:    10 * time.Second,
 		},
 		HTTP:     HTTP{Addr: ":8080"},
 		Log:      Log{Format: "auto", Level: "info"},

@@ -50,6 +50,7 @@ func TestDefaultDoesNotShareSlices(t *testing.T) {
 
 func TestRetryPolicy(t *testing.T) {
 	cfg := config.Default()
-	assert.Equal(t, retry.DefaultPolicy(), cfg.Retry.Policy())
+	want := retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}
+	assert.Equal(t, want, cfg.Retry.Policy())
 	require.NoError(t, cfg.Retry.Policy().Validate())
 }

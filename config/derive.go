@@ -6,13 +6,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The built-in values the derived defaults start from.
-const (
-	defaultAckWait           = 30 * time.Second
-	defaultHandlerTimeout    = 6 * time.Second
-	defaultDownstreamTimeout = 5 * time.Second
-)
-
 // DefaultRealReplicas is stream.replicas when it is not given and nats.url
 // is: what --create-streams makes on a real server.
 const DefaultRealReplicas = 3
@@ -23,6 +16,8 @@ const DefaultRealReplicas = 3
 // consumer.ack_wait. Only a contradiction between given settings is then
 // left for Validate to refuse. consumer.pull_batch 0 is derived later, from
 // the values these end with (see stream.AutoPullBatch).
+//
+// The built-in values these start from are Default()'s (30s, 6s, 5s):
 //
 //   - handler_timeout: min(6s, 4/5 ack_wait), raised to downstream.timeout +
 //     max(1/5 of it, 100ms) when downstream.timeout is given, and kept below a
@@ -36,13 +31,14 @@ func (c *Config) derive(given func(yamlPath string) bool) {
 	if !given("stream.replicas") && c.NATS.URL != "" {
 		c.Stream.Replicas = DefaultRealReplicas
 	}
+	def := Default()
 	k, d := &c.Consumer, &c.Downstream
 	ack := k.AckWait
 	if !given("consumer.ack_wait") {
-		ack = defaultAckWait
+		ack = def.Consumer.AckWait
 	}
 	if !given("consumer.handler_timeout") {
-		h := min(defaultHandlerTimeout, ack*4/5)
+		h := min(def.Consumer.HandlerTimeout, ack*4/5)
 		if given("downstream.timeout") {
 			h = max(h, d.Timeout+max(d.Timeout/5, 100*time.Millisecond))
 			if given("consumer.ack_wait") && h >= ack {
@@ -52,10 +48,10 @@ func (c *Config) derive(given func(yamlPath string) bool) {
 		k.HandlerTimeout = h
 	}
 	if !given("consumer.ack_wait") {
-		k.AckWait = max(defaultAckWait, 2*k.HandlerTimeout)
+		k.AckWait = max(def.Consumer.AckWait, 2*k.HandlerTimeout)
 	}
 	if !given("downstream.timeout") {
-		d.Timeout = min(defaultDownstreamTimeout, k.HandlerTimeout*5/6)
+		d.Timeout = min(def.Downstream.Timeout, k.HandlerTimeout*5/6)
 	}
 }
 

@@ -39,6 +39,17 @@ func TestDependentDefaultsAreDerived(t *testing.T) {
 	}
 }
 
+// With nothing given, the derived settings are Default()'s own: derive
+// starts from Default(), not from a copy of its values.
+func TestNothingGivenDerivesDefault(t *testing.T) {
+	cfg, err := config.Load([]string{"--demo"}, nil)
+	require.NoError(t, err)
+	def := config.Default()
+	assert.Equal(t, def.Consumer.AckWait, cfg.Consumer.AckWait)
+	assert.Equal(t, def.Consumer.HandlerTimeout, cfg.Consumer.HandlerTimeout)
+	assert.Equal(t, def.Downstream.Timeout, cfg.Downstream.Timeout)
+}
+
 func TestDerivedFromTheFileAndTheEnvironmentToo(t *testing.T) {
 	path := writeFile(t, "consumer:\n  ack_wait: 5s\n")
 	cfg, err := config.Load([]string{"--demo", "--config", path}, nil)

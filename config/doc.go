@@ -16,6 +16,13 @@
 // in environment variables and flags. An empty environment variable counts as
 // unset.
 //
+// [Default] is the one place a default is written. The packages the binary
+// is wired from (stream, breaker, budget, downstream) have none of their own
+// for what a setting gives them: they refuse the option missing, and
+// service.PipelineOptions hands them this package's values. What is not a
+// setting but still the binary's choice is here too: [RetryBudgetWindow]
+// and [DLQ.PublishRetry].
+//
 // # Errors
 //
 //   - [Load] returns an error matching [flag.ErrHelp] for -h or --help; the

@@ -189,8 +189,8 @@ func TestLoadDownstreamAccess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sink.Access{TokenFile: f.token, ReloadInterval: 30 * time.Second, CAFile: f.cert, CertFile: f.cert, KeyFile: f.key},
 		cfg.Downstream.Access())
-	assert.Equal(t, sink.DefaultReloadInterval, config.Default().Downstream.ReloadInterval)
-	assert.Equal(t, sink.DefaultReloadInterval, valid().Downstream.Access().ReloadInterval)
+	assert.Equal(t, 10*time.Second, config.Default().Downstream.ReloadInterval)
+	assert.Equal(t, 10*time.Second, valid().Downstream.Access().ReloadInterval)
 }
 
 func TestSensitiveHeadersNeverLogged(t *testing.T) {

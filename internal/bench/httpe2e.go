@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
@@ -31,7 +32,9 @@ type HTTPResult struct {
 	Limit int `json:"limit"`
 }
 
-const httpConcurrency = 32
+// httpConcurrency is the calls in flight of the HTTP sink and of the bare
+// posters compared with it: the binary's consumer.concurrency.
+var httpConcurrency = config.Default().Consumer.Concurrency
 
 // httpRounds is how many times each variant drains the backlog; the best
 // run counts.

@@ -6,7 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -61,7 +62,7 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
 				o := pipelineOptions(js, e.topo, noop, row.Pull)
 				if row.Breaker {
-					o.Breaker = &breaker.Options{} // the binary's defaults
+					o.Breaker = service.BreakerOptions(config.Default().Breaker) // the binary's defaults
 				}
 				return o, nil
 			}))

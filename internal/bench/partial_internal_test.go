@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
@@ -108,7 +109,7 @@ func TestPartialOutcomeNotDrained(t *testing.T) {
 	ledger := map[string][]enginetest.Call{Key(0): {{At: time.Unix(1, 0), Outcome: enginetest.Billed}}}
 	var run PartialRun
 	partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
-		policy: retry.DefaultPolicy(), deadLettered: func(int) bool { return false }}.measure(&run)
+		policy: config.Default().Retry.Policy(), deadLettered: func(int) bool { return false }}.measure(&run)
 	assert.False(t, run.HealthyDone)
 	assert.Equal(t, 4*time.Second, run.HealthyElapsed, "the deadline, when some healthy read was not billed")
 	assert.InDelta(t, 0.25, run.Goodput, 1e-9)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
@@ -81,7 +82,6 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	start := ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
 		sink, err := httpSink(re.URL)
 		o := pipelineOptions(js, e.topo, sink, 0)
-		o.Policy = retry.DefaultPolicy()
 		o.Logger = slog.New(naks)
 		return o, err
 	})
@@ -91,7 +91,7 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 			return SteadyVariant{}, 0, serr
 		}
 		defer sink.CloseIdle()
-		start = delayedByServer(e, sink, retry.DefaultPolicy(), retry.NewRand(uint64(time.Now().UnixNano())), naks)
+		start = delayedByServer(e, sink, config.Default().Retry.Policy(), retry.NewRand(uint64(time.Now().UnixNano())), naks)
 	}
 	r, err := start(ctx, durable)
 	if err != nil {

@@ -14,10 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
-	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -66,27 +67,26 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 	return nc, js, cons, nil
 }
 
-// pipelineOptions are the production options around sink: retry defaults,
-// Concurrency 32, AckWait 30s, real metrics on a fresh registry, a JSON
-// logger at info writing nowhere. pull 0 keeps the default (stream.AutoPullBatch).
+// pipelineOptions are the binary's options (service.PipelineOptions of
+// config.Default()) around sink, without the breaker (productionOptions and
+// the overhead row add it): real metrics on a fresh registry, a JSON logger
+// at info writing nowhere, a 10s stop. pull 0 keeps the default
+// (stream.AutoPullBatch).
 func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink downstream.Sink, pull int) stream.Options {
-	return stream.Options{
-		Policy:          retry.DefaultPolicy(),
-		Concurrency:     32,
-		PullBatch:       pull,
-		HandlerTimeout:  6 * time.Second, // the binary's default
-		AckWait:         topo.AckWait,
-		ShutdownTimeout: 10 * time.Second,
-		Sink:            sink,
-		DeadLetter:      dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream}),
-		Metrics:         stream.NewMetrics(prometheus.NewRegistry()),
-		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
+	o := service.PipelineOptions(config.Default())
+	o.Breaker = nil
+	o.PullBatch, o.AckWait, o.ShutdownTimeout = pull, topo.AckWait, 10*time.Second
+	o.Sink = sink
+	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream})
+	o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
+	o.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return o
 }
 
-// httpSink is the binary's HTTP sink posting to url with Concurrency 32.
+// httpSink is the binary's HTTP sink posting to url with the binary's
+// downstream.timeout and consumer.concurrency.
 func httpSink(url string) (*downstream.HTTP, error) {
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: url, Timeout: 5 * time.Second, Concurrency: httpConcurrency})
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: url, Timeout: config.Default().Downstream.Timeout, Concurrency: httpConcurrency})
 	if err != nil {
 		return nil, fmt.Errorf("http sink: %w", err)
 	}

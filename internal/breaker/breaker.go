@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,14 +32,16 @@ func (s State) String() string {
 	return "closed"
 }
 
-// Options configures a Breaker.
+// Options configures a Breaker. Window, MinCalls, FailureRatio, CoolDown,
+// MaxCoolDown and Probes are required: their defaults are the binary's
+// (package config), so this package has none of its own.
 type Options struct {
-	Window       time.Duration // sliding window of outcomes (default 30s)
-	MinCalls     int           // calls in the window before it may open (default 20)
-	FailureRatio float64       // share of transient failures that opens it (default 0.5)
-	CoolDown     time.Duration // mean wait before probing (default 5s), jittered ±50%
-	MaxCoolDown  time.Duration // bound of a cool-down that grows while probes fail (default 60s)
-	Probes       int           // calls let through when half-open (default 3)
+	Window       time.Duration // sliding window of outcomes
+	MinCalls     int           // calls in the window before it may open
+	FailureRatio float64       // share of transient failures that opens it, in (0, 1]
+	CoolDown     time.Duration // mean wait before probing, jittered ±50%
+	MaxCoolDown  time.Duration // bound of a cool-down that grows while probes fail (>= CoolDown)
+	Probes       int           // calls let through when half-open
 
 	Rand      retry.Source                       // jitter (default: seeded from the clock)
 	Clock     clock.Clock                        // the window runs on its monotonic clock (default clock.System())
@@ -46,33 +49,25 @@ type Options struct {
 	AfterFunc func(time.Duration, func()) func() // timer (default time.AfterFunc); returns stop
 }
 
+// ErrOption wraps an option that is missing or out of range.
+var ErrOption = errors.New("breaker: invalid option")
+
 func (o *Options) defaults() error {
-	if o.Window == 0 {
-		o.Window = 30 * time.Second
-	}
-	if o.MinCalls == 0 {
-		o.MinCalls = 20
-	}
-	if o.FailureRatio == 0 {
-		o.FailureRatio = 0.5
-	}
-	if o.CoolDown == 0 {
-		o.CoolDown = 5 * time.Second
-	}
-	if o.MaxCoolDown == 0 {
-		o.MaxCoolDown = max(60*time.Second, o.CoolDown)
-	}
-	if o.Probes == 0 {
-		o.Probes = 3
-	}
-	switch {
-	case o.Window < 0 || o.MinCalls < 1 || o.Probes < 1 || o.CoolDown < 0:
-		return fmt.Errorf("breaker: window (%s) must be > 0, min calls (%d) and probes (%d) >= 1, cool-down (%s) >= 0",
-			o.Window, o.MinCalls, o.Probes, o.CoolDown)
-	case o.FailureRatio <= 0 || o.FailureRatio > 1:
-		return fmt.Errorf("breaker: failure ratio (%v) must be in (0, 1]", o.FailureRatio)
-	case o.MaxCoolDown < o.CoolDown:
-		return fmt.Errorf("breaker: max cool-down (%s) must be >= cool-down (%s)", o.MaxCoolDown, o.CoolDown)
+	for _, c := range []struct {
+		bad  bool
+		name string
+		want string
+	}{
+		{o.Window <= 0, "Window", "> 0"},
+		{o.MinCalls < 1, "MinCalls", ">= 1"},
+		{o.FailureRatio <= 0 || o.FailureRatio > 1, "FailureRatio", "in (0, 1]"},
+		{o.CoolDown <= 0, "CoolDown", "> 0"},
+		{o.MaxCoolDown < o.CoolDown, "MaxCoolDown", ">= CoolDown"},
+		{o.Probes < 1, "Probes", ">= 1"},
+	} {
+		if c.bad {
+			return fmt.Errorf("%w: %s must be %s (its default is the binary's, in package config)", ErrOption, c.name, c.want)
+		}
 	}
 	if o.Rand == nil {
 		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))

@@ -163,12 +163,40 @@ func TestFailedProbeReopensWithALongerCoolDown(t *testing.T) {
 	}
 }
 
+func validOptions() breaker.Options {
+	return breaker.Options{Window: 10 * time.Second, MinCalls: 10, FailureRatio: 0.5, CoolDown: 4 * time.Second,
+		MaxCoolDown: 16 * time.Second, Probes: 2}
+}
+
+// The breaker has no defaults of its own (they are the binary's, in package
+// config): a missing option is refused by name, not filled in.
 func TestOptionsValidate(t *testing.T) {
-	for _, o := range []breaker.Options{
-		{FailureRatio: 1.5}, {MinCalls: -1}, {Probes: -1}, {CoolDown: time.Minute, MaxCoolDown: time.Second},
-	} {
-		_, err := breaker.New(o)
-		assert.Error(t, err, "%+v", o)
+	_, err := breaker.New(validOptions())
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		mutate func(*breaker.Options)
+		want   string
+	}{
+		{"no window", func(o *breaker.Options) { o.Window = 0 }, "Window"},
+		{"no min calls", func(o *breaker.Options) { o.MinCalls = 0 }, "MinCalls"},
+		{"negative min calls", func(o *breaker.Options) { o.MinCalls = -1 }, "MinCalls"},
+		{"no failure ratio", func(o *breaker.Options) { o.FailureRatio = 0 }, "FailureRatio"},
+		{"failure ratio over 1", func(o *breaker.Options) { o.FailureRatio = 1.5 }, "FailureRatio"},
+		{"no cool-down", func(o *breaker.Options) { o.CoolDown = 0 }, "CoolDown"},
+		{"no max cool-down", func(o *breaker.Options) { o.MaxCoolDown = 0 }, "MaxCoolDown"},
+		{"max cool-down below cool-down", func(o *breaker.Options) { o.MaxCoolDown = time.Second }, "MaxCoolDown"},
+		{"no probes", func(o *breaker.Options) { o.Probes = 0 }, "Probes"},
+		{"negative probes", func(o *breaker.Options) { o.Probes = -1 }, "Probes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := validOptions()
+			tt.mutate(&o)
+			_, err := breaker.New(o)
+			require.ErrorIs(t, err, breaker.ErrOption)
+			assert.Contains(t, err.Error(), tt.want)
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -8,13 +9,18 @@ import (
 	"github.com/meterline/meter-consumer/internal/clock"
 )
 
-// Options configures a Budget.
+// Options configures a Budget. Ratio and Window are required and
+// MinPerSecond is taken as given (0: no floor): their defaults are the
+// binary's (package config), so this package has none of its own.
 type Options struct {
-	Ratio        float64       // retries per first attempt over the window (default 0.1)
-	MinPerSecond float64       // retries allowed however few the first attempts (default 1)
-	Window       time.Duration // the sliding window (default 10s)
+	Ratio        float64       // retries per first attempt over the window, > 0
+	MinPerSecond float64       // retries allowed however few the first attempts, >= 0
+	Window       time.Duration // the sliding window, > 0
 	Clock        clock.Clock   // the window runs on its monotonic clock (default clock.System())
 }
+
+// ErrOption wraps an option that is missing or out of range.
+var ErrOption = errors.New("budget: invalid option")
 
 const slots = 10
 
@@ -33,20 +39,16 @@ type slot struct {
 
 // New builds a Budget.
 func New(o Options) (*Budget, error) {
-	if o.Ratio == 0 {
-		o.Ratio = 0.1
-	}
-	if o.MinPerSecond == 0 {
-		o.MinPerSecond = 1
-	}
-	if o.Window <= 0 {
-		o.Window = 10 * time.Second
+	switch {
+	case o.Ratio <= 0:
+		return nil, fmt.Errorf("%w: Ratio (%v) must be > 0 (its default is the binary's, in package config)", ErrOption, o.Ratio)
+	case o.MinPerSecond < 0:
+		return nil, fmt.Errorf("%w: MinPerSecond (%v) must be >= 0", ErrOption, o.MinPerSecond)
+	case o.Window <= 0:
+		return nil, fmt.Errorf("%w: Window (%s) must be > 0 (its default is the binary's, in package config)", ErrOption, o.Window)
 	}
 	if o.Clock == nil {
 		o.Clock = clock.System()
-	}
-	if o.Ratio < 0 || o.MinPerSecond < 0 {
-		return nil, fmt.Errorf("budget: ratio (%v) and min per second (%v) must be >= 0", o.Ratio, o.MinPerSecond)
 	}
 	return &Budget{o: o}, nil
 }

@@ -39,15 +39,45 @@ func TestRetriesAreATenthOfFirstAttemptsPlusAFloor(t *testing.T) {
 
 func TestAQuietReplicaCanStillRetry(t *testing.T) {
 	c := clock.NewFake(time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC))
-	b, err := budget.New(budget.Options{Clock: c})
+	b, err := budget.New(budget.Options{Ratio: 0.1, MinPerSecond: 1, Window: 10 * time.Second, Clock: c})
 	require.NoError(t, err)
 	b.First()
-	assert.True(t, b.Allow(), "defaults: 1/s over 10s")
+	assert.True(t, b.Allow(), "1/s over 10s")
 }
 
+// A MinPerSecond of 0 is no floor, not a default: with no first attempts
+// there is no retry.
+func TestNoFloorIsNoFloor(t *testing.T) {
+	c := clock.NewFake(time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC))
+	b, err := budget.New(budget.Options{Ratio: 0.1, MinPerSecond: 0, Window: 10 * time.Second, Clock: c})
+	require.NoError(t, err)
+	b.First()
+	assert.False(t, b.Allow(), "0.1 x 1 first attempt is less than one retry")
+}
+
+// The budget has no defaults of its own (they are the binary's, in package
+// config): a missing option is refused by name, not filled in.
 func TestOptionsAreChecked(t *testing.T) {
-	_, err := budget.New(budget.Options{Ratio: -1})
-	assert.Error(t, err)
+	valid := budget.Options{Ratio: 0.1, MinPerSecond: 5, Window: 10 * time.Second}
+	tests := []struct {
+		name   string
+		mutate func(*budget.Options)
+		want   string
+	}{
+		{"no ratio", func(o *budget.Options) { o.Ratio = 0 }, "Ratio"},
+		{"negative ratio", func(o *budget.Options) { o.Ratio = -1 }, "Ratio"},
+		{"negative floor", func(o *budget.Options) { o.MinPerSecond = -1 }, "MinPerSecond"},
+		{"no window", func(o *budget.Options) { o.Window = 0 }, "Window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid
+			tt.mutate(&o)
+			_, err := budget.New(o)
+			require.ErrorIs(t, err, budget.ErrOption)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
 }
 
 // TestAWallClockStepForgetsNothingAndKeepsNothingStale: the window runs on

@@ -1,5 +1,5 @@
 // Package budget is a client retry budget: over a sliding window, retries
-// may add at most a share (Ratio, 10% by default, as the SRE book's client
+// may add at most a share (Ratio; the binary's 10% is the SRE book's client
 // retry budget) of the first attempts, plus a small allowance of MinPerSecond
 // so that a quiet replica can still retry (Finagle's RetryBudget and tower's
 // Budget have the same floor).

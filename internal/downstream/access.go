@@ -11,10 +11,6 @@ import (
 	"time"
 )
 
-// DefaultReloadInterval is how often, at most, the token file and the
-// client certificate are checked for a change when Access says nothing.
-const DefaultReloadInterval = 10 * time.Second
-
 // Access is how the sink presents itself to the rate engine: a bearer token,
 // a client certificate, the CA it trusts, extra headers. The zero value adds
 // nothing. Every file is PEM or text read from disk, never a value given
@@ -28,7 +24,8 @@ type Access struct {
 	// the last good token and is logged once.
 	TokenFile string
 	// ReloadInterval bounds how often TokenFile and the client certificate
-	// are checked for a change; 0 means DefaultReloadInterval.
+	// are checked for a change; required (> 0) with either. The binary's is
+	// package config's downstream.reload_interval.
 	ReloadInterval time.Duration
 	// CAFile holds the CA certificate(s) the rate engine's certificate must
 	// chain to, instead of the system's roots. It is read once.

@@ -196,7 +196,7 @@ func TestTokenFileAtStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "https://127.0.0.1/reads", Timeout: time.Second,
-				Access: downstream.Access{TokenFile: tt.give}})
+				Access: downstream.Access{TokenFile: tt.give, ReloadInterval: 10 * time.Second}})
 			require.Error(t, err)
 			if tt.wantErr != nil {
 				assert.ErrorIs(t, err, tt.wantErr)
@@ -219,9 +219,9 @@ func TestMutualTLS(t *testing.T) {
 		give     downstream.Access
 		wantPeer string // "" when the handshake must fail
 	}{
-		{"client certificate and CA", downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key")}, "meter-consumer"},
+		{"client certificate and CA", downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), ReloadInterval: 10 * time.Second}, "meter-consumer"},
 		{"no client certificate", downstream.Access{CAFile: p.CAFile}, ""},
-		{"the system's roots do not know the CA", downstream.Access{CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key")}, ""},
+		{"the system's roots do not know the CA", downstream.Access{CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), ReloadInterval: 10 * time.Second}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,7 +253,7 @@ func TestClientCertificateIsReadAgainWhenItChanges(t *testing.T) {
 	clk := newClock()
 	var log syncBuffer
 	o := downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second,
-		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key")},
+		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), ReloadInterval: 10 * time.Second},
 		Logger: slog.New(slog.NewJSONHandler(&log, nil))}
 	h, err := downstream.NewHTTP(downstream.WithClock(o, clk.Mono))
 	require.NoError(t, err)
@@ -320,6 +320,8 @@ func TestTLSOptionsRefused(t *testing.T) {
 		{"a certificate without its key", downstream.HTTPOptions{Access: downstream.Access{CertFile: "/c.pem"}}, "needs its key"},
 		{"a key without its certificate", downstream.HTTPOptions{Access: downstream.Access{KeyFile: "/k.pem"}}, "needs its key"},
 		{"a Client and TLS files", downstream.HTTPOptions{Client: &http.Client{}, Access: downstream.Access{CAFile: "/ca.pem"}}, "exclusive"},
+		{"a token file without a reload interval", downstream.HTTPOptions{Access: downstream.Access{TokenFile: "/token"}}, "ReloadInterval"},
+		{"a certificate without a reload interval", downstream.HTTPOptions{Access: downstream.Access{CertFile: "/c.pem", KeyFile: "/k.pem"}}, "ReloadInterval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -399,6 +401,7 @@ func TestHeadersThatClashAreRefused(t *testing.T) {
 			o := downstream.HTTPOptions{URL: "http://127.0.0.1/reads", Timeout: time.Second, Access: downstream.Access{Headers: tt.give}}
 			if tt.withToken {
 				o.Access.TokenFile = filepath.Join(t.TempDir(), "token")
+				o.Access.ReloadInterval = 10 * time.Second
 				require.NoError(t, os.WriteFile(o.Access.TokenFile, []byte(tokOne), 0o600))
 			}
 			_, err := downstream.NewHTTP(o)
@@ -425,7 +428,7 @@ func TestRedirectsAreNotFollowedOverCustomTLS(t *testing.T) {
 	certPEM, keyPEM := p.leaf(t, "meter-consumer", x509.ExtKeyUsageClientAuth)
 	sec := newSecret(t, map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "token": []byte(tokOne)})
 	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL + "/reads", Timeout: 2 * time.Second,
-		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), TokenFile: sec.path("token")}})
+		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), TokenFile: sec.path("token"), ReloadInterval: 10 * time.Second}})
 	require.NoError(t, err)
 	err = h.Deliver(t.Context(), mustRead(t))
 	var ce *classify.Error

@@ -98,8 +98,8 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		o.mono = clock.System().Mono
 	}
 	a := o.Access
-	if a.ReloadInterval <= 0 {
-		a.ReloadInterval = DefaultReloadInterval
+	if (a.TokenFile != "" || a.CertFile != "" && a.KeyFile != "") && a.ReloadInterval <= 0 {
+		return nil, fmt.Errorf("downstream: Access.ReloadInterval (%s) must be > 0 with a token file or a client certificate", a.ReloadInterval)
 	}
 	h := &HTTP{url: o.URL, timeout: o.Timeout, classifier: o.Classifier, userAgent: o.UserAgent}
 	if h.headers, err = headerFrom(a.Headers, a.TokenFile != ""); err != nil {

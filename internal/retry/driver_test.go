@@ -40,7 +40,7 @@ func script(calls *int, give ...error) func(context.Context) error {
 
 func seededDriver(s *fakeSleep) retry.Driver {
 	return retry.Driver{
-		Policy: retry.DefaultPolicy(),
+		Policy: policy(),
 		Rand:   retry.NewRand(seed),
 		Sleep:  s.sleep,
 	}
@@ -228,7 +228,7 @@ func TestDriverDoCancelledDuringFakeSleep(t *testing.T) {
 	defer cancel()
 	var delays []time.Duration
 	d := retry.Driver{
-		Policy: retry.DefaultPolicy(),
+		Policy: policy(),
 		Rand:   retry.NewRand(seed),
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			delays = append(delays, d)
@@ -252,7 +252,7 @@ func TestDriverDoCancelledDuringFakeSleep(t *testing.T) {
 func TestDriverDoCancelledDuringRealSleep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := retry.DefaultPolicy()
+	p := policy()
 	p.MaxServerWait = time.Hour
 	d := retry.Driver{
 		Policy:     p,

@@ -10,7 +10,7 @@ import (
 )
 
 func ExamplePolicy_Delay() {
-	p := retry.DefaultPolicy()
+	p := retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}
 	r := retry.NewRand(20261130)
 	for attempt := uint64(1); attempt <= 6; attempt++ {
 		fmt.Printf("attempt %d: %v of [0, %v]\n", attempt, p.Delay(attempt, r), p.Ceiling(attempt))
@@ -25,7 +25,7 @@ func ExamplePolicy_Delay() {
 }
 
 func ExamplePolicy_Ceiling() {
-	p := retry.DefaultPolicy()
+	p := retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}
 	for _, attempt := range []uint64{1, 2, 7, 1 << 63} {
 		fmt.Println(attempt, p.Ceiling(attempt))
 	}
@@ -37,7 +37,7 @@ func ExamplePolicy_Ceiling() {
 }
 
 func ExamplePolicy_Validate() {
-	p := retry.DefaultPolicy()
+	p := retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}
 	p.Cap = 100 * time.Millisecond
 	p.MaxAttempts = 0
 	err := p.Validate()
@@ -52,7 +52,7 @@ func ExamplePolicy_Validate() {
 func ExampleDriver_Do() {
 	errRefused := errors.New("connection refused")
 	d := retry.Driver{
-		Policy: retry.DefaultPolicy(),
+		Policy: retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute},
 		Rand:   retry.NewRand(20261130),
 		Sleep: func(_ context.Context, d time.Duration) error {
 			fmt.Println("sleep", d) // a real driver leaves Sleep nil

@@ -6,7 +6,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// seededSchedule is what NewRand(20261130) gives under DefaultPolicy for
+// seededSchedule is what NewRand(20261130) gives under policy() for
 // attempts 1..6. It is hard-coded so that any change to how delays are drawn
 // fails the tests.
 var seededSchedule = []time.Duration{

@@ -15,17 +15,6 @@ type Policy struct {
 	MaxServerWait time.Duration // largest wait a downstream may ask for (Retry-After); >= 0, 0 ignores it
 }
 
-// DefaultPolicy returns 500ms base, 30s cap, 6 attempts (one delivery and five
-// retries) and a 5m ceiling on a downstream-asked wait.
-func DefaultPolicy() Policy {
-	return Policy{
-		Base:          500 * time.Millisecond,
-		Cap:           30 * time.Second,
-		MaxAttempts:   6,
-		MaxServerWait: 5 * time.Minute,
-	}
-}
-
 // Validate returns nil if the policy is usable, or every violation joined with
 // errors.Join. Each violation matches [ErrInvalidPolicy].
 func (p Policy) Validate() error {

@@ -13,13 +13,11 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-func TestDefaultPolicy(t *testing.T) {
-	p := retry.DefaultPolicy()
-	assert.Equal(t, 500*time.Millisecond, p.Base)
-	assert.Equal(t, 30*time.Second, p.Cap)
-	assert.Equal(t, 6, p.MaxAttempts)
-	assert.Equal(t, 5*time.Minute, p.MaxServerWait)
-	require.NoError(t, p.Validate())
+// policy is the policy these tests were written for (the binary's, whose
+// values are package config's): 500ms base, 30s cap, 6 attempts, a 5m
+// ceiling on a downstream-asked wait.
+func policy() retry.Policy {
+	return retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}
 }
 
 func TestValidate(t *testing.T) {
@@ -75,7 +73,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := retry.DefaultPolicy()
+			p := policy()
 			tt.give(&p)
 			err := p.Validate()
 			if len(tt.want) == 0 {
@@ -90,7 +88,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestCeiling(t *testing.T) {
-	p := retry.DefaultPolicy()
+	p := policy()
 	tests := []struct {
 		give uint64
 		want time.Duration
@@ -194,13 +192,13 @@ func TestDelaySeededSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, schedule(retry.DefaultPolicy(), tt.give, 6))
+			assert.Equal(t, tt.want, schedule(policy(), tt.give, 6))
 		})
 	}
 }
 
 func TestDelayReproducible(t *testing.T) {
-	p := retry.DefaultPolicy()
+	p := policy()
 	first := schedule(p, retry.NewRand(seed), 20)
 	again := schedule(p, retry.NewRand(seed), 20)
 	other := schedule(p, retry.NewRand(seed+1), 20)
@@ -210,7 +208,7 @@ func TestDelayReproducible(t *testing.T) {
 
 func TestDelayWithinBand(t *testing.T) {
 	policies := []retry.Policy{
-		retry.DefaultPolicy(),
+		policy(),
 		{Base: 1, Cap: 7, MaxAttempts: 1, MaxServerWait: 5},
 		{Base: 1, Cap: math.MaxInt64, MaxAttempts: 1, MaxServerWait: math.MaxInt64},
 	}
@@ -272,7 +270,7 @@ func TestDelayLargestCeiling(t *testing.T) {
 
 func TestDelaySpread(t *testing.T) {
 	const draws = 10_000
-	p := retry.DefaultPolicy()
+	p := policy()
 	r := retry.NewRand(seed)
 	var buckets [10]int
 	lo, hi := p.Base, time.Duration(0)
@@ -308,7 +306,7 @@ func TestDelayWithFloor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := &countingSource{src: retry.NewRand(seed)}
-			got := retry.DefaultPolicy().DelayWithFloor(1, src, tt.give)
+			got := policy().DelayWithFloor(1, src, tt.give)
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, 1, src.draws, "exactly one draw")
 		})
@@ -317,7 +315,7 @@ func TestDelayWithFloor(t *testing.T) {
 
 func TestDelayWithFloorKeepsSchedule(t *testing.T) {
 	// A floor on one attempt leaves every later draw where it was.
-	p := retry.DefaultPolicy()
+	p := policy()
 	r := retry.NewRand(seed)
 	got := make([]time.Duration, 0, 6)
 	for attempt := uint64(1); attempt <= 6; attempt++ {
@@ -333,7 +331,7 @@ func TestDelayWithFloorKeepsSchedule(t *testing.T) {
 }
 
 func TestDelayWithFloorZeroMaxServerWait(t *testing.T) {
-	p := retry.DefaultPolicy()
+	p := policy()
 	p.MaxServerWait = 0
 	assert.Equal(t, seededSchedule[0], p.DelayWithFloor(1, retry.NewRand(seed), time.Hour))
 }
@@ -357,7 +355,7 @@ func TestExhausted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := retry.DefaultPolicy()
+			p := policy()
 			p.MaxAttempts = tt.maxAttempts
 			assert.Equal(t, tt.want, p.Exhausted(tt.give))
 		})
@@ -365,7 +363,7 @@ func TestExhausted(t *testing.T) {
 }
 
 func TestDelayDoesNotAllocate(t *testing.T) {
-	p := retry.DefaultPolicy()
+	p := policy()
 	r := retry.NewRand(seed)
 	allocs := testing.AllocsPerRun(1000, func() {
 		_ = p.DelayWithFloor(3, r, time.Second)
@@ -374,7 +372,7 @@ func TestDelayDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkDelay(b *testing.B) {
-	p := retry.DefaultPolicy()
+	p := policy()
 	b.Run("NewRand", func(b *testing.B) {
 		r := retry.NewRand(seed)
 		b.ReportAllocs()
@@ -401,7 +399,7 @@ func BenchmarkDelay(b *testing.B) {
 }
 
 func BenchmarkCeiling(b *testing.B) {
-	p := retry.DefaultPolicy()
+	p := policy()
 	b.ReportAllocs()
 	for b.Loop() {
 		p.Ceiling(math.MaxUint64)

@@ -55,7 +55,7 @@ func TestNewRandConcurrent(t *testing.T) {
 
 func TestNewRandConcurrentDelay(t *testing.T) {
 	r := retry.NewRand(seed)
-	p := retry.DefaultPolicy()
+	p := policy()
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {

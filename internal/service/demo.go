@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,17 +77,16 @@ func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, r
 }
 
 // subjectPrefix turns the first consumed subject into a publish prefix:
-// "meter.reads.>" gives "meter.reads".
+// "meter.reads.>" gives "meter.reads". Without one (or with only
+// wildcards) it is the default subject's.
 func subjectPrefix(subjects []string) string {
-	s := "meter.reads.>"
+	def := config.Default().Stream.Subjects[0]
+	s := def
 	if len(subjects) > 0 {
 		s = subjects[0]
 	}
-	for len(s) > 0 && (s[len(s)-1] == '>' || s[len(s)-1] == '*' || s[len(s)-1] == '.') {
-		s = s[:len(s)-1]
+	if p := strings.TrimRight(s, ">*."); p != "" {
+		return p
 	}
-	if s == "" {
-		return "meter.reads"
-	}
-	return s
+	return strings.TrimRight(def, ">*.")
 }

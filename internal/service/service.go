@@ -136,27 +136,16 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	consumer, err := stream.New(stream.Options{
-		Policy:          cfg.Retry.Policy(),
-		Concurrency:     cfg.Consumer.Concurrency,
-		PullBatch:       set.PullBatch,
-		HandlerTimeout:  cfg.Consumer.HandlerTimeout,
-		AckWait:         set.AckWait,
-		ShutdownTimeout: cfg.Shutdown.Timeout,
-		Sink:            sink,
-		DeadLetter: dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream,
-			MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads}),
-		DeadLetterWindow: set.DeadLetterWindow,
-		Records:          set.Records,
-		Metrics:          stream.NewMetrics(reg),
-		Logger:           log,
-		Rand:             rnd,
-		Breaker:          BreakerOptions(cfg.Breaker),
-		Limiter:          lim,
-		Budget:           budg,
-		MaxReadAge:       cfg.Retry.MaxReadAge,
-		Conn:             nc,
-	})
+	po := PipelineOptions(cfg)
+	po.PullBatch, po.AckWait = set.PullBatch, set.AckWait // the durable's
+	po.Sink = sink
+	po.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream,
+		MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads})
+	po.DeadLetterWindow, po.Records = set.DeadLetterWindow, set.Records
+	po.Metrics, po.Logger, po.Rand = stream.NewMetrics(reg), log, rnd
+	po.Limiter, po.Budget = lim, budg
+	po.Conn = nc
+	consumer, err := stream.New(po)
 	if err != nil {
 		return err
 	}
@@ -381,7 +370,8 @@ func Controls(cfg config.Config) (*limit.Limiter, *budget.Budget, error) {
 	if cfg.Retry.BudgetPercent == 0 {
 		return lim, nil, nil
 	}
-	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond)})
+	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond),
+		Window: config.RetryBudgetWindow})
 	return lim, b, err
 }
 

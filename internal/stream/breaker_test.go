@@ -54,7 +54,7 @@ func TestPermanentFailuresDoNotOpenTheBreaker(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusUnprocessableEntity, nil })
 	o := e.options(42)
-	o.Breaker = &breaker.Options{Window: time.Second, MinCalls: 3, FailureRatio: 0.5, CoolDown: time.Second, Probes: 1}
+	o.Breaker = &breaker.Options{Window: time.Second, MinCalls: 3, FailureRatio: 0.5, CoolDown: time.Second, MaxCoolDown: time.Minute, Probes: 1}
 	e.start(o)
 	for i := range 20 {
 		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)

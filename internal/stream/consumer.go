@@ -43,7 +43,8 @@ type Options struct {
 	// is parked, kept alive (default AckWait/4).
 	SpillAfter time.Duration
 	// DeadLetterRetry drives in-process retries of a dead-letter publish
-	// before the original is NAKed (default 3 attempts, 100ms base, 1s cap).
+	// before the original is NAKed. Required: the binary's is package
+	// config's (config.DLQ.PublishRetry).
 	DeadLetterRetry retry.Policy
 	// DeadLetterWindow is the dead-letter stream's duplicate window: a copy
 	// first tried longer ago than that is looked for before it is made
@@ -121,6 +122,9 @@ func New(o Options) (*Consumer, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return nil, err
 	}
+	if err := o.DeadLetterRetry.Validate(); err != nil {
+		return nil, fmt.Errorf("stream: DeadLetterRetry is required: %w", err)
+	}
 	if o.HandlerTimeout >= o.AckWait {
 		return nil, fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (--reconcile sets it to consumer.ack_wait)", o.HandlerTimeout, o.AckWait)
 	}
@@ -129,9 +133,6 @@ func New(o Options) (*Consumer, error) {
 	}
 	if o.SpillAfter <= 0 {
 		o.SpillAfter = o.AckWait / 4
-	}
-	if o.DeadLetterRetry == (retry.Policy{}) {
-		o.DeadLetterRetry = retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -144,7 +144,7 @@ func TestAFewReadsThatAlwaysFailAreTheirOwn(t *testing.T) {
 	})
 	o := e.options(94)
 	adaptive(t, &o)
-	o.Breaker = &breaker.Options{Window: 5 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: time.Second, Probes: 3}
+	o.Breaker = &breaker.Options{Window: 5 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: time.Second, MaxCoolDown: time.Minute, Probes: 3}
 	const reads = 300
 	e.publishN(reads)
 	e.start(o)
@@ -229,7 +229,7 @@ func TestAnEngineDownBeforeTheBreakerOpensDeadLettersNothing(t *testing.T) {
 		return http.StatusOK, nil
 	})
 	o := e.options(97)
-	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: 500 * time.Millisecond, Probes: 1}
+	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: 500 * time.Millisecond, MaxCoolDown: time.Minute, Probes: 1}
 	e.start(o)
 	const reads = 50
 	for i := range reads {

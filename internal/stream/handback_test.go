@@ -71,7 +71,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 	seq := e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	opened := func() stream.Options {
 		o := e.options(53)
-		o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour}
+		o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour, Probes: 3}
 		return o
 	}
 	const stops = 6 // more than the budget of 4
@@ -141,7 +141,7 @@ func TestTheBreakerStopsWithTheConsumer(t *testing.T) {
 	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusServiceUnavailable, nil })
 	var stopped atomic.Int64
 	o := e.options(57)
-	o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour,
+	o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour, Probes: 3,
 		AfterFunc: func(d time.Duration, f func()) func() {
 			t := time.AfterFunc(d, f)
 			return func() { stopped.Add(1); t.Stop() }

@@ -56,13 +56,14 @@ func (nopDeadLetter) Stored(context.Context, dlq.Entry, time.Time, time.Time) (d
 // returns fixed metadata) and the settlement's network cost.
 func BenchmarkHandle(b *testing.B) {
 	c, err := New(Options{
-		Policy:      retry.DefaultPolicy(),
+		Policy:      retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute},
 		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
-		Sink:       boundedNoop{},
-		DeadLetter: nopDeadLetter{},
-		Metrics:    NewMetrics(prometheus.NewRegistry()),
-		Logger:     slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		Rand:       retry.NewRand(1),
+		Sink:            boundedNoop{},
+		DeadLetter:      nopDeadLetter{},
+		Metrics:         NewMetrics(prometheus.NewRegistry()),
+		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Rand:            retry.NewRand(1),
+		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 	})
 	if err != nil {
 		b.Fatal(err)

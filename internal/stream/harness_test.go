@@ -118,7 +118,7 @@ type env struct {
 func testTopology() stream.Topology {
 	return stream.Topology{
 		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer",
-		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq",
+		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq", DLQDuplicates: 20 * time.Minute,
 		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000,
 		Concurrency: 8, HandlerTimeout: time.Second, // a pull of 32
 	}
@@ -166,6 +166,7 @@ func (e *env) options(seed uint64) stream.Options {
 		Rand:             retry.NewRand(seed),
 		Records:          e.set.Records,
 		DeadLetterWindow: e.set.DeadLetterWindow,
+		DeadLetterRetry:  retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 	}
 }
 

@@ -208,7 +208,7 @@ func TestAStopWithTheRecordsBucketDownEndsWithinItsGrace(t *testing.T) {
 	o.Records = stream.KVRecords{KV: kv}
 	o.Concurrency, o.PullBatch = 2, 64
 	o.ShutdownTimeout = 200 * time.Millisecond
-	o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour}
+	o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour, Probes: 3}
 	const reads = 60
 	for i := range reads {
 		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)

@@ -123,7 +123,7 @@ func TestSettlementTable(t *testing.T) {
 				Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 				Sink:   sink, DeadLetter: dl, Records: recs, Metrics: NewMetrics(reg),
 				HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, DeadLetterWindow: 20 * time.Minute,
-				Rand: retry.NewRand(1), MaxReadAge: maxAge,
+				Rand: retry.NewRand(1), MaxReadAge: maxAge, DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 			})
 			require.NoError(t, err)
 
@@ -167,7 +167,8 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 		Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 		Sink:   sink, DeadLetter: &fakeDeadLetter{}, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
 		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
-		Breaker: &breaker.Options{MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute},
+		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
+		Breaker:         &breaker.Options{Window: 30 * time.Second, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute, Probes: 3},
 	})
 	require.NoError(t, err)
 	defer c.breaker.Stop()
@@ -196,9 +197,10 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	var deadline time.Time
 	dl := &fakeDeadLetter{block: true, seen: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
 	c, err := New(Options{
-		Policy: retry.DefaultPolicy(), Sink: downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
+		Policy: retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}, Sink: downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
 		DeadLetter: dl, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
 		HandlerTimeout: timeout, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
+		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 	})
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)

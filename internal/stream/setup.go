@@ -21,7 +21,7 @@ type Topology struct {
 
 	DLQStream     string        // dead-letter stream, e.g. METER_READS_DLQ
 	DLQPrefix     string        // dead-letter subject prefix, e.g. meter.dlq
-	DLQDuplicates time.Duration // dead-letter duplicate window (>= 10m)
+	DLQDuplicates time.Duration // dead-letter duplicate window, required: >= MinDLQDuplicates
 	DLQMaxBytes   int64         // a created dead-letter stream's max bytes (<= 0: none)
 
 	// RecordsBucket is the key-value bucket of the reads' records (see
@@ -53,8 +53,10 @@ var ErrMissing = errors.New("missing")
 // run on, while it was not asked to reconcile them.
 var ErrMismatch = errors.New("settings the service cannot run on")
 
-// DefaultDLQDuplicates is the dead-letter duplicate window.
-const DefaultDLQDuplicates = 20 * time.Minute
+// MinDLQDuplicates is the shortest dead-letter duplicate window
+// Topology.DLQDuplicates may ask for. It has no default here: the binary's
+// is config's dlq.duplicates.
+const MinDLQDuplicates = 10 * time.Minute
 
 // Setup is what the server holds for the service, as found (or made) at
 // start: the consumer, the records, and the settings the pipeline must
@@ -146,10 +148,6 @@ func (t Topology) StreamConfig() jetstream.StreamConfig {
 // copy waits for a person), bounded in bytes, refusing new copies when full
 // (the reads stay unsettled and the rejection is counted and alerted on).
 func (t Topology) DLQStreamConfig() jetstream.StreamConfig {
-	dup := t.DLQDuplicates
-	if dup < 10*time.Minute {
-		dup = DefaultDLQDuplicates
-	}
 	return jetstream.StreamConfig{
 		Name:        t.DLQStream,
 		Description: "dead-lettered meter reads, with their provenance in Dlq-* headers",
@@ -159,7 +157,7 @@ func (t Topology) DLQStreamConfig() jetstream.StreamConfig {
 		Discard:     jetstream.DiscardNew,
 		MaxBytes:    bytesLimit(t.DLQMaxBytes),
 		Replicas:    max(t.Replicas, 1),
-		Duplicates:  dup,
+		Duplicates:  t.DLQDuplicates,
 	}
 }
 
@@ -206,6 +204,9 @@ func Lookup(ctx context.Context, js jetstream.JetStream, t Topology) (*Setup, er
 }
 
 func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool) (*Setup, error) {
+	if t.DLQDuplicates < MinDLQDuplicates {
+		return nil, fmt.Errorf("stream: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
+	}
 	s := &Setup{}
 	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, streamFindings, s)
 	if err != nil {

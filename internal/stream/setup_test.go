@@ -165,6 +165,21 @@ func TestAMissingRecordsBucketIsNamed(t *testing.T) {
 	assert.ErrorContains(t, err, "nats kv add METER_READS_meter-consumer_records --history 1")
 }
 
+// The dead-letter duplicate window has no default in this package (the
+// binary's is config's dlq.duplicates): a topology without one is refused
+// by name, before anything is created.
+func TestATopologyWithoutADeadLetterWindowIsRefused(t *testing.T) {
+	t.Parallel()
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := testTopology()
+	topo.DLQDuplicates = 0
+	_, err := stream.Ensure(t.Context(), js, topo)
+	require.ErrorContains(t, err, "DLQDuplicates")
+	_, err = js.Stream(t.Context(), topo.DLQStream)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "nothing is created")
+}
+
 // Created streams have bounded retention and refuse new messages when
 // full rather than discard old ones.
 func TestCreatedStreamsAreBounded(t *testing.T) {
