@@ -55,7 +55,8 @@
 // Retry-After is always the floor of its own read's delay (package retry).
 // The View turns it into a pause of the whole replica only when the engine
 // throttles broadly: ThrottleReads (3) distinct reads carried it within
-// Window while the engine is overloaded. The pause is the largest wait asked
+// Window, on at least ThrottleShare (3%) of the calls' weight, while the
+// engine is overloaded. The pause is the largest wait asked
 // for, clamped to MaxPause (retry.max_server_wait) and jittered up to half as
 // much again, never past MaxPause.
 //
