@@ -1,7 +1,7 @@
 package stream_test
 
 import (
-	"fmt"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -83,7 +83,14 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 	}
 	entry, err := e.set.Records.KV.Get(t.Context(), strconv.FormatUint(seq, 10))
 	require.NoError(t, err)
-	assert.JSONEq(t, fmt.Sprintf(`{"hand_backs":%d,"published_at":%q}`, stops, storedAt(t, e, seq).UTC().Format(time.RFC3339Nano)), string(entry.Value()))
+	// At least one hand-back a stop, and nothing else: no attempt charged.
+	// A loaded machine may hand the read back twice in one stop (delivered
+	// again to the replica stopping), never charge it.
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(entry.Value(), &rec))
+	assert.GreaterOrEqual(t, rec["hand_backs"], float64(stops), "%s", entry.Value())
+	delete(rec, "hand_backs")
+	assert.Equal(t, map[string]any{"published_at": storedAt(t, e, seq).UTC().Format(time.RFC3339Nano)}, rec)
 
 	healthy.Store(true)
 	e.start(e.options(54))
