@@ -3,7 +3,6 @@ package stream_test
 import (
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,14 +14,7 @@ import (
 
 func TestOutageHoldsReadsInsteadOfDeadLettering(t *testing.T) {
 	t.Parallel()
-	var down atomic.Bool
-	down.Store(true)
-	e := newEnv(t, func(int, string) (int, http.Header) {
-		if down.Load() {
-			return http.StatusServiceUnavailable, nil
-		}
-		return http.StatusOK, nil
-	})
+	e, down := newOutageEnv(t, true)
 	o := e.options(41)
 	o.Breaker = &breaker.Options{Window: time.Second, MinCalls: 5, FailureRatio: 0.5,
 		CoolDown: 200 * time.Millisecond, MaxCoolDown: 400 * time.Millisecond, Probes: 1}

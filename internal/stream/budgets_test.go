@@ -3,7 +3,6 @@ package stream_test
 import (
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,14 +27,7 @@ func TestTheRetryBudgetBoundsRetries(t *testing.T) {
 	t.Parallel()
 	const reads = 40
 	run := func(t *testing.T, withBudget bool) (calls int, deadLetters int) {
-		var down atomic.Bool
-		down.Store(true)
-		e := newEnv(t, func(int, string) (int, http.Header) {
-			if down.Load() {
-				return http.StatusServiceUnavailable, nil
-			}
-			return http.StatusOK, nil
-		})
+		e, down := newOutageEnv(t, true)
 		o := e.options(71)
 		if withBudget {
 			b, err := budget.New(budget.Options{Ratio: 0.1, MinPerSecond: 0.5, Window: 10 * time.Second})
@@ -83,14 +75,7 @@ func TestTheRetryBudgetBoundsRetries(t *testing.T) {
 // every read is delivered and none is dead-lettered.
 func TestARetryOverTheBudgetIsNotCharged(t *testing.T) {
 	t.Parallel()
-	var down atomic.Bool
-	down.Store(true)
-	e := newEnv(t, func(int, string) (int, http.Header) {
-		if down.Load() {
-			return http.StatusServiceUnavailable, nil
-		}
-		return http.StatusOK, nil
-	})
+	e, down := newOutageEnv(t, true)
 	o := e.options(72)
 	b, err := budget.New(budget.Options{Ratio: 0.01, MinPerSecond: 5, Window: time.Second})
 	require.NoError(t, err)

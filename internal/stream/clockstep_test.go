@@ -3,7 +3,6 @@ package stream_test
 import (
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,13 +23,7 @@ import (
 // exhausted.
 func TestAnOutageAfterAWallClockStepStillOpensTheBreaker(t *testing.T) {
 	t.Parallel()
-	var down atomic.Bool
-	e := newEnv(t, func(int, string) (int, http.Header) {
-		if down.Load() {
-			return http.StatusServiceUnavailable, nil
-		}
-		return http.StatusOK, nil
-	})
+	e, down := newOutageEnv(t, false)
 	clk := clock.NewStepping()
 	o := e.options(43)
 	o.Clock = clk

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,14 +219,7 @@ func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
 // read's. No read is dead-lettered; every read is billed once it is back.
 func TestAnEngineDownBeforeTheBreakerOpensDeadLettersNothing(t *testing.T) {
 	t.Parallel()
-	var down atomic.Bool
-	down.Store(true)
-	e := newEnv(t, func(int, string) (int, http.Header) {
-		if down.Load() {
-			return http.StatusServiceUnavailable, nil
-		}
-		return http.StatusOK, nil
-	})
+	e, down := newOutageEnv(t, true)
 	o := e.options(97)
 	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: 500 * time.Millisecond, MaxCoolDown: time.Minute, Probes: 1}
 	e.start(o)

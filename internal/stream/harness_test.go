@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,6 +144,19 @@ func newEnvWith(t *testing.T, answer func(n int, key string) (int, http.Header),
 	reg := prometheus.NewRegistry()
 	return &env{t: t, nc: nc, js: js, topo: topo, cons: set.Consumer, set: set, re: newRateEngine(t, answer),
 		reg: reg, m: stream.NewMetrics(reg), logs: &logRecorder{}}
+}
+
+// newOutageEnv is an env whose engine answers 503 while down is set (from
+// the start when down), 200 otherwise.
+func newOutageEnv(t *testing.T, down bool) (*env, *atomic.Bool) {
+	var d atomic.Bool
+	d.Store(down)
+	return newEnv(t, func(int, string) (int, http.Header) {
+		if d.Load() {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	}), &d
 }
 
 func testPolicy() retry.Policy {
