@@ -15,7 +15,10 @@
 // retries are the reads chosen by their own failures, and only a refusal
 // before any work says the engine, not the read, turned them away. In a
 // steady stream they never are: a read's retries weigh 1/2 + 1/4 + ... < 1
-// together. Over the last Window (2s):
+// together. Elsewhere retries' sheds count only up to the share of first
+// attempts shed beside them: as a backlog ends, the retries of the reads
+// that always fail would otherwise lift the share of an engine that serves
+// every other read past any threshold. Over the last Window (2s):
 //
 //   - Shedding: at least ShedShare (30%) of the weight was shed (503, 429, a
 //     timeout, an unreachable engine). A shed then says nothing about its

@@ -17,7 +17,7 @@ type shares struct {
 type slot struct {
 	epoch             int64
 	calls, shed, fast float64 // fast: sheds answered quickly
-	fresh             float64 // weight of first attempts
+	fresh, freshShed  float64 // weight of first attempts, and of those shed
 	served            float64 // answered: 2xx or a permanent answer
 	throttled         float64 // shed with a Retry-After
 }
@@ -44,6 +44,9 @@ func (s *shares) add(now time.Duration, c call) {
 	}
 	if c.shed {
 		sl.shed += c.w
+		if c.w == 1 {
+			sl.freshShed++
+		}
 		if c.quick {
 			sl.fast += c.w
 		}
@@ -58,27 +61,41 @@ func (s *shares) add(now time.Duration, c call) {
 
 // share is the shed share and the fast-shed share over the window,
 // whether the calls weigh at least least (below it, a share says nothing),
-// and whether retries are most of the weight. The fast share counts the
-// sheds answered quickly beyond the share quick of the answered calls
-// (quick): of an engine whose latency spreads, a read's own 503 is as often
-// quick as its 200s are; a load shedder's refusals are quick where its
-// answers are not.
+// and whether retries are most of the weight.
+//
+// Retries are the reads chosen by their own failures: their sheds count
+// only up to the share of first attempts shed in the same window. Where a
+// fifth of the reads fail on their own, the retries of those that always
+// fail are shed every time, and as first attempts thin out at the end of a
+// backlog they would otherwise lift the share past any threshold; where
+// the engine sheds everyone, first attempts are shed as much and the
+// retries count in full.
+//
+// The fast share counts the sheds answered quickly beyond the share quick
+// of the answered calls (quick): of an engine whose latency spreads, a
+// read's own 503 is as often quick as its 200s are; a load shedder's
+// refusals are quick where its answers are not.
 func (s *shares) share(now time.Duration, least, quick float64) (shed, fast float64, ok, retries bool) {
 	e := int64(now) / s.width()
-	var calls, fresh float64
+	var calls, fresh, freshShed, all float64
 	for _, sl := range s.slots {
 		if e-sl.epoch < slots {
 			calls += sl.calls
-			shed += sl.shed
+			all += sl.shed
 			fast += sl.fast
 			fresh += sl.fresh
+			freshShed += sl.freshShed
 		}
 	}
 	retries = 2*fresh < calls
 	if calls < least || calls == 0 {
 		return 0, 0, false, retries
 	}
-	fast = max(fast-shed*quick, 0)
+	shed = freshShed
+	if fresh > 0 {
+		shed += min(all-freshShed, (calls-fresh)*freshShed/fresh)
+	}
+	fast = max(fast-all*quick, 0)
 	return shed / calls, fast / calls, true, retries
 }
 

@@ -153,3 +153,44 @@ func quiet(n int, call engine.Call) []engine.Call {
 	}
 	return append(out, call)
 }
+
+// Retries' sheds count only up to the share of first attempts shed beside
+// them. As a backlog ends, the first attempts (a fifth failing on their
+// own) thin out while the retries of the reads that always fail remain,
+// shed every time: taken at face value they make an engine that serves
+// every other read look overloaded. An engine that sheds everyone sheds
+// first attempts as much, and its retries count in full.
+func TestRetriesCountNoMoreThanFirstAttemptsShed(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		freshShed            int // of each 10 first attempts
+		shedding, overloaded bool
+	}{
+		{"a fifth of first attempts fail on their own", 2, false, false},
+		{"every first attempt shed", 10, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			// 100 first attempts and 180 retries (weight 90), over 1.4s; the
+			// retries and the first attempts shed are answered 503 after the
+			// usual work.
+			fresh := 0
+			for i := range 280 {
+				c.advance(5 * time.Millisecond)
+				call := engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: 10 * time.Millisecond}
+				if i%14 < 5 {
+					if fresh%10 >= tt.freshShed {
+						call.Answer = engine.Served
+					}
+					fresh++
+				} else {
+					call.Failures = 1
+				}
+				v.Observe(call)
+			}
+			s := v.Snapshot()
+			assert.Equal(t, tt.shedding, v.Shedding(), "shedding, share %.2f", s.ShedShare)
+			assert.Equal(t, tt.overloaded, v.Overloaded(), "overloaded, share %.2f", s.ShedShare)
+		})
+	}
+}
