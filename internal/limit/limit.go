@@ -37,6 +37,14 @@ type Options struct {
 	// together lets the engine's queue empty. Each at most once per round
 	// trip.
 	Backoff, ShedBackoff float64
+	// Growth is the least time the limit takes to grow by one past slow
+	// start (default 100ms): one more each round trip, or each Growth if
+	// the round trip is shorter. Against an engine that answers in a few
+	// milliseconds, one per round trip is a fleet of R replicas adding R
+	// calls every few milliseconds, and AIMD's sheds grow as the square of
+	// its growth over the share of each replica (16 replicas over a room
+	// of 24 calls shed 14% of their calls at one per round trip).
+	Growth time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -54,6 +62,9 @@ func (o *Options) defaults() error {
 	if o.ShedBackoff == 0 {
 		o.ShedBackoff = 0.5
 	}
+	if o.Growth == 0 {
+		o.Growth = 100 * time.Millisecond
+	}
 	switch {
 	case o.Max < o.Min:
 		return fmt.Errorf("limit: max (%d) must be >= min (%d)", o.Max, o.Min)
@@ -61,6 +72,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("limit: initial (%d) must be within [%d, %d]", o.Initial, o.Min, o.Max)
 	case o.Backoff <= 0 || o.Backoff >= 1 || o.ShedBackoff <= 0 || o.ShedBackoff >= 1:
 		return fmt.Errorf("limit: backoff (%v) and shed backoff (%v) must be in (0, 1)", o.Backoff, o.ShedBackoff)
+	case o.Growth < 0:
+		return fmt.Errorf("limit: growth (%s) must be >= 0", o.Growth)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -76,6 +89,7 @@ type Limiter struct {
 	mu         sync.Mutex
 	limit      float64
 	threshold  float64 // the slow-start threshold: above it, additive growth
+	credit     float64 // answered calls towards the next additive step
 	inFlight   int
 	srtt       time.Duration // smoothed latency of answered calls, to pace decreases; 0 until the first
 	full       time.Time     // when the calls in flight last reached the limit
@@ -277,7 +291,18 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 	if l.limit < l.threshold {
 		l.limit++ // slow start: doubles each round trip
 	} else {
-		l.limit += 1 / math.Floor(l.limit) // one more each round trip
+		// One more each round trip, or each Growth if that is longer.
+		step := 1.0
+		if l.o.Growth > 0 && l.srtt < l.o.Growth {
+			step = float64(l.srtt) / float64(l.o.Growth)
+		}
+		// A whole limit's worth of answered calls, each worth step, is one
+		// more: counted apart, so that many small steps add up exactly.
+		l.credit += step
+		if l.credit >= math.Floor(l.limit)-1e-9 {
+			l.credit = 0
+			l.limit = math.Floor(l.limit) + 1
+		}
 	}
 	l.limit = math.Min(l.limit, float64(l.o.Max))
 }
@@ -292,4 +317,5 @@ func (l *Limiter) decrease(now time.Time, by float64) {
 	l.decreased = now
 	l.limit = math.Max(float64(l.o.Min), l.limit*by)
 	l.threshold = l.limit
+	l.credit = 0
 }

@@ -70,10 +70,28 @@ func TestOverloadMultipliesTheLimitOncePerRoundTrip(t *testing.T) {
 	round(t, l, c, 10*time.Millisecond, limit.Overloaded) // every call of the round says so
 	assert.Equal(t, int(float64(before)*0.5), l.Limit(), "one decrease for one round trip of sheds")
 
-	// Past the slow-start threshold the limit grows by one a round trip.
+	// Past the slow-start threshold the limit grows by one each Growth
+	// (100ms) when the round trip is shorter: ten rounds of 10ms.
 	after := l.Limit()
+	for range 9 {
+		round(t, l, c, 10*time.Millisecond, limit.Answered)
+	}
+	assert.Equal(t, after, l.Limit(), "nine round trips of 10ms are under 100ms")
 	round(t, l, c, 10*time.Millisecond, limit.Answered)
 	assert.Equal(t, after+1, l.Limit())
+}
+
+// Past slow start, a round trip longer than Growth grows the limit by one
+// each round trip.
+func TestALongRoundTripGrowsTheLimitByOneEach(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 40})
+	round(t, l, c, 200*time.Millisecond, limit.Answered)
+	round(t, l, c, 200*time.Millisecond, limit.Overloaded)
+	after := l.Limit()
+	for i := range 3 {
+		round(t, l, c, 200*time.Millisecond, limit.Answered)
+		assert.Equal(t, after+1+i, l.Limit())
+	}
 }
 
 // A queue the engine's view sees lowers the limit by a tenth, once a round
