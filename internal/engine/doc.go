@@ -25,11 +25,13 @@
 //     read and is not charged to it.
 //   - Overloaded: at least OverloadShare (50%) was shed; or FastShare (5%)
 //     was shed fast: answered in under half the latency baseline, beyond
-//     the share of the last 256 answered calls that quick (refused before any work
-//     was done, as a load shedder does, where a read's own 503 of an engine
-//     whose latency spreads is as often quick as its 200s; a 429 is never
-//     fast); or the engine's latency shows a queue (below). The limit comes down, the retry budget binds, and a
-//     Retry-After from several reads may pause the replica.
+//     the share of the last 256 answered calls that quick and beyond chance
+//     (two standard deviations of as many sheds at that share). A load
+//     shedder refuses before any work; a read's own 503 of an engine whose
+//     latency spreads is as often quick as its 200s; a 429 is never fast.
+//     Or the engine's latency shows a queue (below). The limit comes down,
+//     the retry budget binds, and a Retry-After from several reads may
+//     pause the replica.
 //
 // A queue shows as latency that answers to load. Latencies of answered calls
 // are gathered into rounds of at least MinSamples calls lasting at least two

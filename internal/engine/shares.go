@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // slots is how many slots a window is kept in.
 const slots = 10
@@ -72,7 +75,7 @@ func (s *shares) add(now time.Duration, c call) {
 // retries count in full.
 //
 // The fast share counts the sheds answered quickly beyond the share quick
-// of the answered calls (quick): of an engine whose latency spreads, a
+// of the answered calls (quick), and beyond chance: of an engine whose latency spreads, a
 // read's own 503 is as often quick as its 200s are; a load shedder's
 // refusals are quick where its answers are not.
 func (s *shares) share(now time.Duration, least, quick float64) (shed, fast float64, ok, retries bool) {
@@ -95,7 +98,12 @@ func (s *shares) share(now time.Duration, least, quick float64) (shed, fast floa
 	if fresh > 0 {
 		shed += min(all-freshShed, (calls-fresh)*freshShed/fresh)
 	}
-	fast = max(fast-all*quick, 0)
+	// Beyond what chance gives too: two standard deviations of as many
+	// sheds drawn at the answers' quick share. The weights are at most 1,
+	// so all*q*(1-q) bounds the variance from above. As a backlog ends, the
+	// few sheds of the reads that always fail lay a share a little past 5%
+	// as often as not.
+	fast = max(fast-all*quick-2*math.Sqrt(all*quick*(1-quick)), 0)
 	return shed / calls, fast / calls, true, retries
 }
 
