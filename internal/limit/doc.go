@@ -8,7 +8,7 @@
 // limit, the retry budget, the pause and the breaker read one verdict. The
 // limit starts at Initial (1), grows by one per answered call (doubling
 // each round trip) until the first sign of overload, then by one per round
-// trip, or per Growth (100ms) where the round trip is shorter: against an
+// trip, or per Growth (200ms) where the round trip is shorter: against an
 // engine that answers in milliseconds, one per round trip would have a fleet
 // of R replicas add R calls every few milliseconds and shed as often; a queue in the engine's latency (Queued) multiplies it by Backoff
 // (0.9), a shed while the engine is overloaded (Overloaded) by ShedBackoff

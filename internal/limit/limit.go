@@ -38,7 +38,7 @@ type Options struct {
 	// trip.
 	Backoff, ShedBackoff float64
 	// Growth is the least time the limit takes to grow by one past slow
-	// start (default 100ms): one more each round trip, or each Growth if
+	// start (default 200ms): one more each round trip, or each Growth if
 	// the round trip is shorter. Against an engine that answers in a few
 	// milliseconds, one per round trip is a fleet of R replicas adding R
 	// calls every few milliseconds, and AIMD's sheds grow as the square of
@@ -63,7 +63,7 @@ func (o *Options) defaults() error {
 		o.ShedBackoff = 0.5
 	}
 	if o.Growth == 0 {
-		o.Growth = 100 * time.Millisecond
+		o.Growth = 200 * time.Millisecond
 	}
 	switch {
 	case o.Max < o.Min:

@@ -71,12 +71,12 @@ func TestOverloadMultipliesTheLimitOncePerRoundTrip(t *testing.T) {
 	assert.Equal(t, int(float64(before)*0.5), l.Limit(), "one decrease for one round trip of sheds")
 
 	// Past the slow-start threshold the limit grows by one each Growth
-	// (100ms) when the round trip is shorter: ten rounds of 10ms.
+	// (200ms) when the round trip is shorter: twenty rounds of 10ms.
 	after := l.Limit()
-	for range 9 {
+	for range 19 {
 		round(t, l, c, 10*time.Millisecond, limit.Answered)
 	}
-	assert.Equal(t, after, l.Limit(), "nine round trips of 10ms are under 100ms")
+	assert.Equal(t, after, l.Limit(), "19 round trips of 10ms are under 200ms")
 	round(t, l, c, 10*time.Millisecond, limit.Answered)
 	assert.Equal(t, after+1, l.Limit())
 }
@@ -85,11 +85,11 @@ func TestOverloadMultipliesTheLimitOncePerRoundTrip(t *testing.T) {
 // each round trip.
 func TestALongRoundTripGrowsTheLimitByOneEach(t *testing.T) {
 	l, c := newLimiter(t, limit.Options{Initial: 40})
-	round(t, l, c, 200*time.Millisecond, limit.Answered)
-	round(t, l, c, 200*time.Millisecond, limit.Overloaded)
+	round(t, l, c, 300*time.Millisecond, limit.Answered)
+	round(t, l, c, 300*time.Millisecond, limit.Overloaded)
 	after := l.Limit()
 	for i := range 3 {
-		round(t, l, c, 200*time.Millisecond, limit.Answered)
+		round(t, l, c, 300*time.Millisecond, limit.Answered)
 		assert.Equal(t, after+1+i, l.Limit())
 	}
 }
