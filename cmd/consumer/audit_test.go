@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/natstest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // TestAuditOfTheServicesWork runs the service against a rate engine that
@@ -27,7 +27,7 @@ func TestAuditOfTheServicesWork(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
-	eng, err := enginetest.New(enginetest.Options{Answer: func(key string, _ int) (int, http.Header) {
+	eng, err := simengine.New(simengine.Options{Answer: func(key string, _ int) (int, http.Header) {
 		if strings.HasPrefix(key, "BAD-") {
 			return http.StatusUnprocessableEntity, nil
 		}
@@ -60,7 +60,7 @@ func TestAuditOfTheServicesWork(t *testing.T) {
 
 	var keys []string
 	for k, calls := range eng.Ledger() {
-		if slices.ContainsFunc(calls, func(c enginetest.Call) bool { return c.Outcome == enginetest.Billed }) {
+		if slices.ContainsFunc(calls, func(c simengine.Call) bool { return c.Outcome == simengine.Billed }) {
 			keys = append(keys, k)
 		}
 	}

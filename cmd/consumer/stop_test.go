@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/service"
+	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -30,11 +30,11 @@ func TestAStopWithAFullParkEndsInsideTheStopBudget(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
-	e, err := enginetest.New(enginetest.Options{
+	e, err := simengine.New(simengine.Options{
 		Answer: func(string, int) (int, http.Header) { return http.StatusServiceUnavailable, nil },
 	})
 	require.NoError(t, err)
-	engine := enginetest.NewServer(e)
+	engine := simengine.NewServer(e)
 	t.Cleanup(engine.Close)
 
 	const shutdown = time.Second

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // EngineSpec is the rate engine with a capacity the fleet scenarios run
@@ -39,17 +39,17 @@ func init() {
 
 // newEngine serves spec on loopback with shedding and service times drawn
 // from seed.
-func newEngine(ctx context.Context, spec EngineSpec, seed, salt uint64) (*enginetest.Server, error) {
-	eng, err := enginetest.New(enginetest.Options{
+func newEngine(ctx context.Context, spec EngineSpec, seed, salt uint64) (*simengine.Server, error) {
+	eng, err := simengine.New(simengine.Options{
 		Servers: spec.Servers, ServiceTime: spec.ServiceTime, Jitter: spec.Jitter, Queue: spec.Queue,
-		Shedding: enginetest.Shedding{RetryAfterShare: spec.RetryAfterShare, RetryAfter: spec.RetryAfter},
+		Shedding: simengine.Shedding{RetryAfterShare: spec.RetryAfterShare, RetryAfter: spec.RetryAfter},
 		Rand:     seeded(seed, salt),
 	})
 	if err != nil {
 		return nil, err
 	}
-	var srv *enginetest.Server
-	labelled(ctx, sideDownstream, func(context.Context) { srv = enginetest.NewServer(eng) })
+	var srv *simengine.Server
+	labelled(ctx, sideDownstream, func(context.Context) { srv = simengine.NewServer(eng) })
 	return srv, nil
 }
 
@@ -166,7 +166,7 @@ func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleet
 
 // drainBacklog publishes n reads, then drains them with spec's fleet on
 // durable against srv, until every read is settled or longest has passed.
-func drainBacklog(ctx context.Context, e *env, srv *enginetest.Server, n int, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
+func drainBacklog(ctx context.Context, e *env, srv *simengine.Server, n int, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
 	var out FleetRun
 	if err := e.reset(ctx); err != nil {
 		return out, err
@@ -343,9 +343,9 @@ func cycleRun(ctx context.Context, e *env, cfg Config, c *CycleOpen, spec fleetS
 			}
 			arrived = append(arrived, call.At)
 			switch call.Outcome {
-			case enginetest.Shed:
+			case simengine.Shed:
 				out.Shed++
-			case enginetest.Billed:
+			case simengine.Billed:
 				out.Billed++
 			}
 		}

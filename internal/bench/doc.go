@@ -24,7 +24,7 @@
 //   - scaling: 1, 2 and 4 consumer instances on one durable, with the CPU
 //     split between the server and the clients;
 //   - capacity: fleets of 1, 4 and 16 replicas (independent pipelines on one
-//     durable) draining a backlog against an enginetest rate engine with a
+//     durable) draining a backlog against an simengine rate engine with a
 //     capacity, with the adaptive limit and the retry budget as the binary
 //     builds them, and with 32 calls at once per replica as before them;
 //   - cycle-open: the same fleets started at one instant, as when a billing

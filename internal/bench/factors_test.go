@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -63,11 +63,11 @@ func TestHTTPFactors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer re.close()
-	eng, err := enginetest.New(enginetest.Options{Keep: func(string) bool { return false }})
+	eng, err := simengine.New(simengine.Options{Keep: func(string) bool { return false }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := enginetest.NewServer(eng)
+	es := simengine.NewServer(eng)
 	defer es.Close()
 
 	type variant struct {
@@ -111,7 +111,7 @@ func TestHTTPFactors(t *testing.T) {
 			o.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}), false},
 		{"handler timeout 4s < the sink's 5s: a deadline per call", re.URL, with(func(o *stream.Options) { o.HandlerTimeout = 4 * time.Second }), false},
-		{"enginetest engine (bare client too)", es.URL, base, false},
+		{"simengine engine (bare client too)", es.URL, base, false},
 		{"reads published during the drain", re.URL, base, true},
 	}
 	rounds := 3

@@ -14,10 +14,10 @@ import (
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/downstream"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
+	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -209,7 +209,7 @@ type sampler struct {
 	peakAckPending int
 }
 
-func sample(f *fleet, replicas int, eng *enginetest.Engine, cons jetstream.Consumer) *sampler {
+func sample(f *fleet, replicas int, eng *simengine.Engine, cons jetstream.Consumer) *sampler {
 	s := &sampler{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Outage is fleets with the production options draining a backlog from
@@ -47,7 +47,7 @@ func runOutage(ctx context.Context, e *env, cfg Config) (*Outage, error) {
 			healed atomic.Int64 // unix ns
 		)
 		down.Store(true)
-		eng, err := enginetest.New(enginetest.Options{
+		eng, err := simengine.New(simengine.Options{
 			ServiceTime: time.Millisecond,
 			Answer: func(string, int) (int, http.Header) {
 				once.Do(func() {
@@ -63,8 +63,8 @@ func runOutage(ctx context.Context, e *env, cfg Config) (*Outage, error) {
 		if err != nil {
 			return nil, err
 		}
-		var srv *enginetest.Server
-		labelled(ctx, sideDownstream, func(context.Context) { srv = enginetest.NewServer(eng) })
+		var srv *simengine.Server
+		labelled(ctx, sideDownstream, func(context.Context) { srv = simengine.NewServer(eng) })
 		run, err := drainBacklog(ctx, e, srv, out.N, out.Down+cfg.FleetSlack+time.Minute, fmt.Sprintf("outage-%d", replicas),
 			fleetSpec{replicas: replicas, adaptive: true, seed: cfg.Seed + 11})
 		srv.Close()

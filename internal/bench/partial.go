@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Partial is one replica draining a backlog against a rate engine of ample
@@ -108,7 +108,7 @@ func runPartial(ctx context.Context, e *env, cfg Config) (*Partial, error) {
 			kinds := mix.kinds(cfg.PartialN, seed)
 			for _, v := range []struct {
 				name  string
-				drain func(context.Context, *env, Config, *enginetest.Server, []readKind, uint64) (PartialRun, error)
+				drain func(context.Context, *env, Config, *simengine.Server, []readKind, uint64) (PartialRun, error)
 				to    *PartialRun
 			}{{"bare", partialBare, &row.Bare}, {"product", partialProduct, &row.Product}} {
 				srv, err := partialEngine(ctx, shape, kinds, seed)
@@ -137,15 +137,15 @@ func runPartial(ctx context.Context, e *env, cfg Config) (*Partial, error) {
 
 // partialEngine serves an engine of shape, answering the reads as their
 // kinds say, seeded from seed.
-func partialEngine(ctx context.Context, shape LatencyShape, kinds []readKind, seed uint64) (*enginetest.Server, error) {
+func partialEngine(ctx context.Context, shape LatencyShape, kinds []readKind, seed uint64) (*simengine.Server, error) {
 	o := shape.options(seed)
 	o.Answer = answer(kinds)
-	eng, err := enginetest.New(o)
+	eng, err := simengine.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("rate engine: %w", err)
 	}
-	var srv *enginetest.Server
-	labelled(ctx, sideDownstream, func(context.Context) { srv = enginetest.NewServer(eng) })
+	var srv *simengine.Server
+	labelled(ctx, sideDownstream, func(context.Context) { srv = simengine.NewServer(eng) })
 	return srv, nil
 }
 
@@ -157,7 +157,7 @@ func partialEngine(ctx context.Context, shape LatencyShape, kinds []readKind, se
 // each "nak" line, where the bench's other pipelines log JSON at info to
 // nowhere: the consumer then writes a debug line for every read it settles,
 // which the capture drops at once.
-func partialProduct(ctx context.Context, e *env, cfg Config, srv *enginetest.Server, kinds []readKind, seed uint64) (PartialRun, error) {
+func partialProduct(ctx context.Context, e *env, cfg Config, srv *simengine.Server, kinds []readKind, seed uint64) (PartialRun, error) {
 	naks := newNakCapture()
 	f, err := drainBacklog(ctx, e, srv, len(kinds), cfg.PartialFor, fmt.Sprintf("partial-product-%d", seed),
 		fleetSpec{replicas: 1, adaptive: true, seed: seed + 1<<20, policy: cfg.PartialRetry, log: naks})
@@ -177,7 +177,7 @@ func partialProduct(ctx context.Context, e *env, cfg Config, srv *enginetest.Ser
 }
 
 // partialBare drains the backlog with the bare client (bareRetrier).
-func partialBare(ctx context.Context, e *env, cfg Config, srv *enginetest.Server, kinds []readKind, seed uint64) (PartialRun, error) {
+func partialBare(ctx context.Context, e *env, cfg Config, srv *simengine.Server, kinds []readKind, seed uint64) (PartialRun, error) {
 	var run PartialRun
 	if err := e.reset(ctx); err != nil {
 		return run, err

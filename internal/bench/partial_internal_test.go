@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 func TestMixKindsAreExactAndSeeded(t *testing.T) {
@@ -67,18 +67,18 @@ func TestLongTailQuantiles(t *testing.T) {
 func TestPartialOutcome(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	served := func(arrive, latency int, out enginetest.Outcome) enginetest.Call {
-		return enginetest.Call{At: at(arrive), Latency: time.Duration(latency) * time.Millisecond, Outcome: out}
+	served := func(arrive, latency int, out simengine.Outcome) simengine.Call {
+		return simengine.Call{At: at(arrive), Latency: time.Duration(latency) * time.Millisecond, Outcome: out}
 	}
 	policy := retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3, MaxServerWait: time.Minute}
 	kinds := []readKind{healthy, failOnce, alwaysBad, healthy}
-	ledger := map[string][]enginetest.Call{
-		Key(0): {served(0, 10, enginetest.Billed)},
+	ledger := map[string][]simengine.Call{
+		Key(0): {served(0, 10, simengine.Billed)},
 		// Fails at 5+10, asked 50ms, called again at 80: 15ms late.
-		Key(1): {served(5, 10, enginetest.Refused), served(80, 10, enginetest.Billed)},
+		Key(1): {served(5, 10, simengine.Refused), served(80, 10, simengine.Billed)},
 		// Three calls, each failing.
-		Key(2): {served(0, 10, enginetest.Refused), served(60, 10, enginetest.Refused), served(300, 10, enginetest.Refused)},
-		Key(3): {served(100, 20, enginetest.Billed)},
+		Key(2): {served(0, 10, simengine.Refused), served(60, 10, simengine.Refused), served(300, 10, simengine.Refused)},
+		Key(3): {served(100, 20, simengine.Billed)},
 	}
 	naks := newNakCapture()
 	naks.delays[2] = []asked{{at: at(16), delay: 50 * time.Millisecond}}
@@ -106,7 +106,7 @@ func TestPartialOutcome(t *testing.T) {
 
 func TestPartialOutcomeNotDrained(t *testing.T) {
 	kinds := []readKind{healthy, healthy, alwaysBad}
-	ledger := map[string][]enginetest.Call{Key(0): {{At: time.Unix(1, 0), Outcome: enginetest.Billed}}}
+	ledger := map[string][]simengine.Call{Key(0): {{At: time.Unix(1, 0), Outcome: simengine.Billed}}}
 	var run PartialRun
 	partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
 		policy: config.Default().Retry.Policy(), deadLettered: func(int) bool { return false }}.measure(&run)

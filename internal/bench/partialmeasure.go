@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Lateness is how late a variant's retries were: Count measured, Missing
@@ -26,7 +26,7 @@ type Lateness struct {
 // and ran for elapsed; naks holds the delays it asked, deadLettered the
 // reads it dead-lettered (by index).
 type partialOutcome struct {
-	ledger       map[string][]enginetest.Call
+	ledger       map[string][]simengine.Call
 	kinds        []readKind
 	start        time.Time
 	elapsed      time.Duration
@@ -46,7 +46,7 @@ func (o partialOutcome) measure(run *PartialRun) {
 		case healthy:
 			run.Healthy++
 			for _, c := range calls {
-				if c.Outcome == enginetest.Billed {
+				if c.Outcome == simengine.Billed {
 					run.HealthyBilled++
 					if at := answered(c); at.After(lastHealthy) {
 						lastHealthy = at
@@ -87,7 +87,7 @@ func (o partialOutcome) measure(run *PartialRun) {
 // lateness appends, for each delay asked for the read at seq, the time from
 // the answer of the failed call it followed to the next call, less the
 // delay.
-func (o partialOutcome) lateness(late []time.Duration, missing int, calls []enginetest.Call, seq uint64) ([]time.Duration, int) {
+func (o partialOutcome) lateness(late []time.Duration, missing int, calls []simengine.Call, seq uint64) ([]time.Duration, int) {
 	for _, a := range o.naks.all(seq) {
 		failed := -1
 		for j, c := range calls {
@@ -110,7 +110,7 @@ func (o partialOutcome) lateness(late []time.Duration, missing int, calls []engi
 // attempt k), or the Retry-After when it asked longer. Seen from outside,
 // without the delay actually drawn: a punctual consumer stays at or below
 // zero.
-func (o partialOutcome) gapsPastCeiling(excess []time.Duration, calls []enginetest.Call, kind readKind) []time.Duration {
+func (o partialOutcome) gapsPastCeiling(excess []time.Duration, calls []simengine.Call, kind readKind) []time.Duration {
 	for j := 0; j+1 < len(calls); j++ {
 		if billedOrDuplicate(calls[j]) {
 			continue
@@ -126,10 +126,10 @@ func (o partialOutcome) gapsPastCeiling(excess []time.Duration, calls []enginete
 
 // answered is when the engine answered c: its latency counts from its
 // arrival; a call its client left before it was served has only a wait.
-func answered(c enginetest.Call) time.Time { return c.At.Add(max(c.Wait, c.Latency)) }
+func answered(c simengine.Call) time.Time { return c.At.Add(max(c.Wait, c.Latency)) }
 
-func billedOrDuplicate(c enginetest.Call) bool {
-	return c.Outcome == enginetest.Billed || c.Outcome == enginetest.Duplicate
+func billedOrDuplicate(c simengine.Call) bool {
+	return c.Outcome == simengine.Billed || c.Outcome == simengine.Duplicate
 }
 
 // deadLetteredReads returns the reads (by index) whose copies are in the

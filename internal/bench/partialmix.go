@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // readKind is what the partial scenario's engine does with one read.
@@ -86,12 +86,12 @@ func answer(kinds []readKind) func(key string, n int) (int, http.Header) {
 // whatever the load: it has no limit on its servers, so nothing queues.
 type LatencyShape struct {
 	Name string `json:"name"`
-	// ServiceTime spread by Jitter (enginetest's options): uniform in
+	// ServiceTime spread by Jitter (simengine's options): uniform in
 	// ServiceTime x [1-Jitter, 1+Jitter].
 	ServiceTime time.Duration `json:"service_time_ns"`
 	Jitter      float64       `json:"jitter"`
 	// Median and P99 of a lognormal latency, drawn per call from the key,
-	// the call number and the seed (enginetest's Delay), when set.
+	// the call number and the seed (simengine's Delay), when set.
 	Median time.Duration `json:"median_ns,omitempty"`
 	P99    time.Duration `json:"p99_ns,omitempty"`
 }
@@ -107,8 +107,8 @@ var (
 const maxTail = 2 * time.Second
 
 // options are the engine's options for the shape, seeded from seed.
-func (s LatencyShape) options(seed uint64) enginetest.Options {
-	o := enginetest.Options{ServiceTime: s.ServiceTime, Jitter: s.Jitter, Rand: seeded(seed, 0x5a9e)}
+func (s LatencyShape) options(seed uint64) simengine.Options {
+	o := simengine.Options{ServiceTime: s.ServiceTime, Jitter: s.Jitter, Rand: seeded(seed, 0x5a9e)}
 	if s.Median > 0 {
 		o.Delay = s.delay(seed)
 	}

@@ -5,15 +5,15 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
-// rateEngine is the bench's loopback rate engine: enginetest's, of unlimited
+// rateEngine is the bench's loopback rate engine: simengine's, of unlimited
 // capacity, answering 200 at once, or 503 to the first call of a key fail
 // selects. It keeps the calls of the keys fail selects, and of no other key,
 // so that a million reads keep its memory flat.
 type rateEngine struct {
-	*enginetest.Server
+	*simengine.Server
 	URL string // where the reads are posted
 }
 
@@ -25,7 +25,7 @@ type keyCalls struct {
 
 // startRateEngine serves on loopback until close.
 func startRateEngine(fail func(key string) bool) (*rateEngine, error) {
-	o := enginetest.Options{Keep: func(string) bool { return false }}
+	o := simengine.Options{Keep: func(string) bool { return false }}
 	if fail != nil {
 		o.Keep = fail
 		o.Answer = func(key string, n int) (int, http.Header) {
@@ -35,11 +35,11 @@ func startRateEngine(fail func(key string) bool) (*rateEngine, error) {
 			return http.StatusOK, nil
 		}
 	}
-	eng, err := enginetest.New(o)
+	eng, err := simengine.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("rate engine: %w", err)
 	}
-	srv := enginetest.NewServer(eng)
+	srv := simengine.NewServer(eng)
 	return &rateEngine{Server: srv, URL: srv.URL + "/reads"}, nil
 }
 

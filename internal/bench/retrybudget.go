@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // RetryBudget is one replica draining a backlog of which a fifth of the
@@ -37,7 +37,7 @@ func runRetryBudget(ctx context.Context, e *env, cfg Config) (*RetryBudget, erro
 		noBudget bool
 		to       *FleetRun
 	}{{false, &out.Budget}, {true, &out.NoBudget}} {
-		eng, err := enginetest.New(enginetest.Options{
+		eng, err := simengine.New(simengine.Options{
 			ServiceTime: out.ServiceTime,
 			Answer: func(key string, n int) (int, http.Header) {
 				if n == 1 && failsOnce(key) {
@@ -49,8 +49,8 @@ func runRetryBudget(ctx context.Context, e *env, cfg Config) (*RetryBudget, erro
 		if err != nil {
 			return nil, err
 		}
-		var srv *enginetest.Server
-		labelled(ctx, sideDownstream, func(context.Context) { srv = enginetest.NewServer(eng) })
+		var srv *simengine.Server
+		labelled(ctx, sideDownstream, func(context.Context) { srv = simengine.NewServer(eng) })
 		*v.to, err = drainBacklog(ctx, e, srv, out.N, out.Longest, fmt.Sprintf("budget-%t", !v.noBudget),
 			fleetSpec{replicas: 1, adaptive: true, noBudget: v.noBudget, seed: cfg.Seed + 7})
 		srv.Close()

@@ -19,7 +19,7 @@
 //
 // # Rate engine
 //
-// RateEngine is an http.Handler built on enginetest.Engine, so it has a
+// RateEngine is an http.Handler built on simengine.Engine, so it has a
 // capacity like a real one: Servers calls served in parallel, each for about
 // ServiceTime, Queue more waiting for a server (the wait is in their
 // latency), and the rest shed at once with 503, or 429 for a share, some with

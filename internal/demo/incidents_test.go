@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/demo"
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 func TestScheduleAt(t *testing.T) {
@@ -239,7 +239,7 @@ func TestRateEngineOverloadOutageAndRecovery(t *testing.T) {
 	}
 	actx, acancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer acancel()
-	require.NoError(t, re.Engine().Await(actx, func(st enginetest.Stats) bool { return st.InSystem == 3 }))
+	require.NoError(t, re.Engine().Await(actx, func(st simengine.Stats) bool { return st.InSystem == 3 }))
 	for i := range 5 {
 		status, err := postURL(t.Context(), url, fmt.Sprintf("over-%d", i))
 		require.NoError(t, err)
@@ -250,7 +250,7 @@ func TestRateEngineOverloadOutageAndRecovery(t *testing.T) {
 	wg.Wait()
 	// The server sees the clients go: the queued calls leave, the served
 	// one is abandoned (its server stays busy for its hour).
-	require.NoError(t, re.Engine().Await(actx, func(st enginetest.Stats) bool { return st.Left+st.Abandoned == 3 }))
+	require.NoError(t, re.Engine().Await(actx, func(st simengine.Stats) bool { return st.Left+st.Abandoned == 3 }))
 
 	require.NoError(t, re.SetPhase(demo.PhaseOutage))
 	assert.Equal(t, 1.0, phaseGauge(t, reg, demo.PhaseOutage))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Defaults of RateEngineOptions.
@@ -46,7 +46,7 @@ func (c Capacity) perSecond() float64 { return float64(c.Servers) / c.ServiceTim
 
 // DefaultShedding answers a call past the queue 503, or 429 for a quarter of
 // them, a fifth of them with Retry-After: 1.
-var DefaultShedding = enginetest.Shedding{TooManyShare: 0.25, RetryAfterShare: 0.2, RetryAfter: time.Second}
+var DefaultShedding = simengine.Shedding{TooManyShare: 0.25, RetryAfterShare: 0.2, RetryAfter: time.Second}
 
 // serviceJitter spreads each service time over ±25% of ServiceTime.
 const serviceJitter = 0.25
@@ -78,7 +78,7 @@ type RateEngineOptions struct {
 	Servers     int
 	ServiceTime time.Duration
 	Queue       int
-	Shedding    enginetest.Shedding
+	Shedding    simengine.Shedding
 	// Overload is the capacity of PhaseOverload; a zero field takes
 	// DefaultOverload's.
 	Overload Capacity
@@ -118,7 +118,7 @@ func (o RateEngineOptions) withDefaults() (RateEngineOptions, error) {
 	if o.Queue == 0 {
 		o.Queue = DefaultQueue
 	}
-	if o.Shedding == (enginetest.Shedding{}) {
+	if o.Shedding == (simengine.Shedding{}) {
 		o.Shedding = DefaultShedding
 	}
 	if o.Overload.Servers == 0 {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // outcome is the answer drawn for a call not billed before.
@@ -37,7 +37,7 @@ type RateEngineStats struct {
 	Down          int64 // answered 503 at once in the outage phase, outside the engine
 }
 
-// RateEngine simulates the billing rate engine: an enginetest.Engine with a
+// RateEngine simulates the billing rate engine: an simengine.Engine with a
 // capacity, whose served calls draw their outcome. It is an http.Handler and
 // is safe for concurrent requests.
 //
@@ -47,7 +47,7 @@ type RateEngineStats struct {
 // the queue, and past it they are shed.
 type RateEngine struct {
 	opts   RateEngineOptions
-	engine *enginetest.Engine
+	engine *simengine.Engine
 	seed   uint64
 
 	retryAfter    http.Header
@@ -70,7 +70,7 @@ func NewRateEngine(o RateEngineOptions) (*RateEngine, error) {
 		return nil, err
 	}
 	re := &RateEngine{opts: o, seed: o.Rand.Uint64(), retryAfter: http.Header{"Retry-After": {o.RetryAfter}}}
-	re.engine, err = enginetest.New(enginetest.Options{
+	re.engine, err = simengine.New(simengine.Options{
 		Servers:     o.Servers,
 		ServiceTime: o.ServiceTime,
 		Jitter:      serviceJitter,
@@ -79,7 +79,7 @@ func NewRateEngine(o RateEngineOptions) (*RateEngine, error) {
 		Rand:        o.Rand,
 		Answer:      re.answer,
 		Delay:       re.delay,
-		Check:       enginetest.CheckJSON,
+		Check:       simengine.CheckJSON,
 		Logger:      o.Logger,
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func (re *RateEngine) capacity(p Phase) Capacity {
 
 // Engine returns the engine underneath: its capacity, its knobs (servers,
 // queue, service time, shedding) and its records.
-func (re *RateEngine) Engine() *enginetest.Engine {
+func (re *RateEngine) Engine() *simengine.Engine {
 	return re.engine
 }
 
@@ -161,7 +161,7 @@ func (re *RateEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		re.downs.Add(1)
 		if log := re.opts.Logger; log.Enabled(r.Context(), slog.LevelDebug) {
 			log.LogAttrs(r.Context(), slog.LevelDebug, "rate engine answered",
-				slog.String("idempotency_key", r.Header.Get(enginetest.KeyHeader)),
+				slog.String("idempotency_key", r.Header.Get(simengine.KeyHeader)),
 				slog.Int("status", http.StatusServiceUnavailable), slog.String("outcome", "down"))
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/demo"
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 const readBody = `{"meter_id":"MTR-00042","read_at":"2026-11-30T07:00:00+01:00","quantity":"1234.567","unit":"kWh"}`
@@ -245,7 +245,7 @@ func TestNewRateEngineValidation(t *testing.T) {
 		{"negative servers", demo.RateEngineOptions{Rand: r, Servers: -1}, "Servers -1"},
 		{"negative queue", demo.RateEngineOptions{Rand: r, Queue: -1}, "Queue -1"},
 		{"negative service time", demo.RateEngineOptions{Rand: r, ServiceTime: -time.Second}, "ServiceTime -1s"},
-		{"shedding share", demo.RateEngineOptions{Rand: r, Shedding: enginetest.Shedding{TooManyShare: 2}}, "TooManyShare 2"},
+		{"shedding share", demo.RateEngineOptions{Rand: r, Shedding: simengine.Shedding{TooManyShare: 2}}, "TooManyShare 2"},
 		{"an overload capacity", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{Servers: 2, ServiceTime: time.Second, Queue: 1}}, ""},
 		{"negative overload servers", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{Servers: -1}}, "Overload.Servers -1"},
 		{"negative overload service time", demo.RateEngineOptions{Rand: r, Overload: demo.Capacity{ServiceTime: -time.Second}}, "Overload.ServiceTime -1s"},
@@ -286,7 +286,7 @@ func TestRateEngineDefaultCapacity(t *testing.T) {
 func TestRateEngineShedsPastItsCapacity(t *testing.T) {
 	re := newEngine(t, demo.RateEngineOptions{
 		OKPercent: 100, Servers: 1, Queue: 1, ServiceTime: time.Hour,
-		Shedding: enginetest.Shedding{TooManyShare: 1, RetryAfterShare: 1, RetryAfter: 3 * time.Second},
+		Shedding: simengine.Shedding{TooManyShare: 1, RetryAfterShare: 1, RetryAfter: 3 * time.Second},
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -295,7 +295,7 @@ func TestRateEngineShedsPastItsCapacity(t *testing.T) {
 	}
 	actx, acancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer acancel()
-	require.NoError(t, re.Engine().Await(actx, func(st enginetest.Stats) bool { return st.InSystem == 2 }))
+	require.NoError(t, re.Engine().Await(actx, func(st simengine.Stats) bool { return st.InSystem == 2 }))
 
 	rec := serve(re, post(t.Context(), "over"))
 	assert.Equal(t, http.StatusTooManyRequests, rec.Code)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // ReadsPath is the path the rate engine is served on.
@@ -100,7 +100,7 @@ func serveUntil(ctx context.Context, srv *http.Server, served <-chan error, grac
 // reportOverload warns, every overloadEvery until ctx ends, of the calls e
 // shed in that time, if any: what a newcomer who raises the publish rate past
 // the capacity sees.
-func reportOverload(ctx context.Context, e *enginetest.Engine, log *slog.Logger) {
+func reportOverload(ctx context.Context, e *simengine.Engine, log *slog.Logger) {
 	tick := time.NewTicker(overloadEvery)
 	defer tick.Stop()
 	last := e.Stats()

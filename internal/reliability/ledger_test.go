@@ -14,16 +14,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
-// engine is the downstream: an enginetest engine of unlimited capacity
+// engine is the downstream: an simengine engine of unlimited capacity
 // whose answers the scenario scripts (policy: the status of call n of key).
 // A 3xx answer points at loginPath, a page that answers 200 to any method
 // (as an auth proxy's login page would): the requests it gets are counted
 // apart and are never a delivery.
 type engine struct {
-	*enginetest.Engine
+	*simengine.Engine
 	srv *httptest.Server
 
 	mu     sync.Mutex
@@ -37,7 +37,7 @@ const loginPath = "/login"
 func newEngine(t *testing.T, policy func(key string, n int) int) *engine {
 	t.Helper()
 	e := &engine{policy: policy}
-	eng, err := enginetest.New(enginetest.Options{Answer: func(key string, n int) (int, http.Header) {
+	eng, err := simengine.New(simengine.Options{Answer: func(key string, n int) (int, http.Header) {
 		e.mu.Lock()
 		p := e.policy
 		e.mu.Unlock()

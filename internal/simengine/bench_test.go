@@ -1,4 +1,4 @@
-package enginetest_test
+package simengine_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // The engine's own cost per call, with no HTTP: admission, the ledger, the
@@ -25,7 +25,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		{"no-ledger", func(string) bool { return false }},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			e, err := enginetest.New(enginetest.Options{Servers: 64, Queue: 64, Keep: bb.keep})
+			e, err := simengine.New(simengine.Options{Servers: 64, Queue: 64, Keep: bb.keep})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 				for pb.Next() {
 					body.Reset(readBody)
 					req.Body = io.NopCloser(body)
-					req.Header[enginetest.KeyHeader] = []string{"k" + strconv.FormatInt(next.Add(1), 10)}
+					req.Header[simengine.KeyHeader] = []string{"k" + strconv.FormatInt(next.Add(1), 10)}
 					e.ServeHTTP(w, req)
 					if w.status != http.StatusOK {
 						b.Fatalf("status %d", w.status)
@@ -63,15 +63,15 @@ func (d *discard) WriteHeader(status int)      { d.status = status }
 // servers of 6ms and a queue of 16 (a capacity of 1333 calls a second):
 // what it served a second, its latency, and the share it shed.
 func BenchmarkSaturated(b *testing.B) {
-	e, err := enginetest.New(enginetest.Options{
+	e, err := simengine.New(simengine.Options{
 		Servers: 8, ServiceTime: 6 * time.Millisecond, Queue: 16,
-		Shedding: enginetest.Shedding{RetryAfterShare: 0.2, RetryAfter: time.Second},
+		Shedding: simengine.Shedding{RetryAfterShare: 0.2, RetryAfter: time.Second},
 		Keep:     func(string) bool { return false },
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := enginetest.NewServer(e)
+	s := simengine.NewServer(e)
 	defer s.Close()
 	var next atomic.Int64
 	b.SetParallelism(32) // 32 x GOMAXPROCS clients

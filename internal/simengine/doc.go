@@ -1,7 +1,8 @@
-// Package enginetest is a billing rate engine for the tests, the demo and the
-// bench, the way net/http/httptest is an HTTP server for tests: an
+// Package simengine is a simulated billing rate engine: the demo's (it ships
+// in the product binary behind --demo), the tests' and the bench's. It is an
 // http.Handler ([Engine]) that bills posted reads by their idempotency key,
-// and [NewServer] to serve it on loopback.
+// and [NewServer] serves it on loopback, as net/http/httptest serves a
+// handler.
 //
 // # A capacity
 //
@@ -61,4 +62,4 @@
 // call for a few hundred nanoseconds. The engine starts no goroutine of its
 // own except a timer that frees the server of an abandoned call; a [Server]
 // stops its goroutines at [Server.Close].
-package enginetest
+package simengine

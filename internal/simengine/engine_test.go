@@ -1,4 +1,4 @@
-package enginetest_test
+package simengine_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Calls held by a long service time fill the servers, then the queue; the
@@ -37,7 +37,7 @@ func TestShedsPastTheQueue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, enginetest.Options{Servers: tt.servers, Queue: tt.queue, ServiceTime: time.Hour})
+			s := start(t, simengine.Options{Servers: tt.servers, Queue: tt.queue, ServiceTime: time.Hour})
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			answers := make(chan answer, tt.calls)
@@ -47,7 +47,7 @@ func TestShedsPastTheQueue(t *testing.T) {
 			}
 			inSystem := tt.wantBusy + tt.wantQueued
 			wantShed := tt.calls - inSystem
-			await(t, s, func(st enginetest.Stats) bool { return st.Calls == int64(tt.calls) })
+			await(t, s, func(st simengine.Stats) bool { return st.Calls == int64(tt.calls) })
 
 			// Every shed call has its answer already; none other has one.
 			for range wantShed {
@@ -67,27 +67,27 @@ func TestShedsPastTheQueue(t *testing.T) {
 
 			cancel()
 			wg.Wait()
-			await(t, s, func(st enginetest.Stats) bool { return st.Left+st.Abandoned == int64(inSystem) })
+			await(t, s, func(st simengine.Stats) bool { return st.Left+st.Abandoned == int64(inSystem) })
 			st = s.Stats()
 			assert.EqualValues(t, tt.wantQueued, st.Left, "queued calls leave unserved")
 			assert.EqualValues(t, tt.wantBusy, st.Abandoned, "served calls are abandoned")
 			assert.Equal(t, tt.wantBusy, st.Busy, "an abandoned call holds its server until its service time ends")
 			assert.Zero(t, st.Queued)
 			assert.Zero(t, st.Billed)
-			counts := map[enginetest.Outcome]int{}
+			counts := map[simengine.Outcome]int{}
 			for key, calls := range s.Ledger() {
 				require.Len(t, calls, 1, key)
 				c := calls[0]
 				counts[c.Outcome]++
-				if c.Outcome == enginetest.Shed {
+				if c.Outcome == simengine.Shed {
 					assert.Equal(t, http.StatusServiceUnavailable, c.Status, key)
 				} else {
 					assert.Zero(t, c.Status, "%s: nobody was there to answer", key)
 				}
 			}
-			assert.Equal(t, wantShed, counts[enginetest.Shed], "shed")
-			assert.Equal(t, tt.wantQueued, counts[enginetest.Left], "left")
-			assert.Equal(t, tt.wantBusy, counts[enginetest.Abandoned], "abandoned")
+			assert.Equal(t, wantShed, counts[simengine.Shed], "shed")
+			assert.Equal(t, tt.wantQueued, counts[simengine.Left], "left")
+			assert.Equal(t, tt.wantBusy, counts[simengine.Abandoned], "abandoned")
 		})
 	}
 }
@@ -97,15 +97,15 @@ func TestShedsPastTheQueue(t *testing.T) {
 // a second server is added, then is served for its service time.
 func TestQueuedCallsWait(t *testing.T) {
 	const service = 50 * time.Millisecond
-	s := start(t, enginetest.Options{Servers: 1, Queue: 1, ServiceTime: time.Hour})
+	s := start(t, simengine.Options{Servers: 1, Queue: 1, ServiceTime: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())
 	held := make(chan answer, 1)
 	go func() { held <- post(ctx, s, "a") }()
-	await(t, s, func(st enginetest.Stats) bool { return st.Busy == 1 })
+	await(t, s, func(st simengine.Stats) bool { return st.Busy == 1 })
 	sent := time.Now()
 	queued := make(chan answer, 1)
 	go func() { queued <- post(t.Context(), s, "b") }()
-	await(t, s, func(st enginetest.Stats) bool { return st.Queued == 1 })
+	await(t, s, func(st simengine.Stats) bool { return st.Queued == 1 })
 	assert.Equal(t, 2, s.Stats().MaxInSystem)
 
 	require.NoError(t, s.SetServiceTime(service, 0))
@@ -120,7 +120,7 @@ func TestQueuedCallsWait(t *testing.T) {
 	calls := s.Calls("b")
 	require.Len(t, calls, 1)
 	c := calls[0]
-	assert.Equal(t, enginetest.Billed, c.Outcome)
+	assert.Equal(t, simengine.Billed, c.Outcome)
 	assert.Positive(t, c.Wait, "it waited for a server")
 	assert.GreaterOrEqual(t, c.Latency, c.Wait+service, "its latency is its wait and its service")
 	assert.GreaterOrEqual(t, elapsed, c.Latency, "the client waited all of it")
@@ -137,7 +137,7 @@ func TestCapacityBoundsThroughput(t *testing.T) {
 		service = 10 * time.Millisecond
 		calls   = 40
 	)
-	s := start(t, enginetest.Options{Servers: servers, Queue: calls, ServiceTime: service})
+	s := start(t, simengine.Options{Servers: servers, Queue: calls, ServiceTime: service})
 	assert.InDelta(t, 200.0, s.Capacity(), 1e-9)
 
 	var wg sync.WaitGroup
@@ -173,16 +173,16 @@ func TestCapacityBoundsThroughput(t *testing.T) {
 // by call.
 func TestSheddingIsSeeded(t *testing.T) {
 	const n = 200
-	shedAll := func(seed uint64, jitter float64) (statuses []int, retryAfter []string, st enginetest.Stats) {
-		s := start(t, enginetest.Options{
+	shedAll := func(seed uint64, jitter float64) (statuses []int, retryAfter []string, st simengine.Stats) {
+		s := start(t, simengine.Options{
 			Servers: 1, ServiceTime: time.Hour, Jitter: jitter,
-			Shedding: enginetest.Shedding{TooManyShare: 0.25, RetryAfterShare: 0.2, RetryAfter: 1500 * time.Millisecond},
+			Shedding: simengine.Shedding{TooManyShare: 0.25, RetryAfterShare: 0.2, RetryAfter: 1500 * time.Millisecond},
 			Rand:     rand.New(rand.NewPCG(seed, 7)),
 		})
 		ctx, cancel := context.WithCancel(t.Context())
 		held := make(chan answer, 1)
 		go func() { held <- post(ctx, s, "held") }()
-		await(t, s, func(st enginetest.Stats) bool { return st.Busy == 1 })
+		await(t, s, func(st simengine.Stats) bool { return st.Busy == 1 })
 		for i := range n {
 			a := post(t.Context(), s, "k"+strconv.Itoa(i))
 			require.NoError(t, a.err)
@@ -219,7 +219,7 @@ func TestSheddingIsSeeded(t *testing.T) {
 // Per key, the engine keeps every call with what became of it; a 2xx for a
 // key already billed is a duplicate, not a second bill.
 func TestLedger(t *testing.T) {
-	s := start(t, enginetest.Options{
+	s := start(t, simengine.Options{
 		Answer: func(key string, n int) (int, http.Header) {
 			switch {
 			case key == "a" && n == 1:
@@ -251,13 +251,13 @@ func TestLedger(t *testing.T) {
 
 	tests := []struct {
 		key          string
-		wantOutcomes []enginetest.Outcome
+		wantOutcomes []simengine.Outcome
 		wantStatuses []int
 		wantBilled   bool
 	}{
-		{"a", []enginetest.Outcome{enginetest.Refused, enginetest.Billed, enginetest.Duplicate}, []int{503, 200, 200}, true},
-		{"b", []enginetest.Outcome{enginetest.Refused, enginetest.Refused}, []int{422, 422}, false},
-		{"c", []enginetest.Outcome{enginetest.Billed}, []int{200}, true},
+		{"a", []simengine.Outcome{simengine.Refused, simengine.Billed, simengine.Duplicate}, []int{503, 200, 200}, true},
+		{"b", []simengine.Outcome{simengine.Refused, simengine.Refused}, []int{422, 422}, false},
+		{"c", []simengine.Outcome{simengine.Billed}, []int{200}, true},
 		{"never", nil, nil, false},
 	}
 	for _, tt := range tests {
@@ -281,7 +281,7 @@ func TestLedger(t *testing.T) {
 	assert.Len(t, s.Latencies(), 6)
 }
 
-func nilIfEmpty(o []enginetest.Outcome) []enginetest.Outcome {
+func nilIfEmpty(o []simengine.Outcome) []simengine.Outcome {
 	if len(o) == 0 {
 		return nil
 	}
@@ -303,19 +303,19 @@ func TestBadRequests(t *testing.T) {
 		{"no key", nil, http.MethodPost, "application/json", "", readBody, "Idempotency-Key"},
 		{"blank key", nil, http.MethodPost, "application/json", "  ", readBody, "Idempotency-Key"},
 		{"any body without a check", nil, http.MethodPost, "text/plain", "k", "not json", ""},
-		{"JSON check: text", enginetest.CheckJSON, http.MethodPost, "text/plain", "k", readBody, "Content-Type"},
-		{"JSON check: not JSON", enginetest.CheckJSON, http.MethodPost, "application/json", "k", `{"meter_id":`, "not JSON"},
-		{"JSON check: charset", enginetest.CheckJSON, http.MethodPost, "application/json; charset=utf-8", "k", readBody, ""},
-		{"body too large", enginetest.CheckJSON, http.MethodPost, "application/json", "k", strings.Repeat(" ", 1<<20+1), "reading body"},
+		{"JSON check: text", simengine.CheckJSON, http.MethodPost, "text/plain", "k", readBody, "Content-Type"},
+		{"JSON check: not JSON", simengine.CheckJSON, http.MethodPost, "application/json", "k", `{"meter_id":`, "not JSON"},
+		{"JSON check: charset", simengine.CheckJSON, http.MethodPost, "application/json; charset=utf-8", "k", readBody, ""},
+		{"body too large", simengine.CheckJSON, http.MethodPost, "application/json", "k", strings.Repeat(" ", 1<<20+1), "reading body"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := enginetest.New(enginetest.Options{Check: tt.check})
+			e, err := simengine.New(simengine.Options{Check: tt.check})
 			require.NoError(t, err)
 			req := httptest.NewRequestWithContext(t.Context(), tt.method, "/reads", strings.NewReader(tt.body))
 			req.Header.Set("Content-Type", tt.ctype)
 			if tt.key != "" {
-				req.Header.Set(enginetest.KeyHeader, tt.key)
+				req.Header.Set(simengine.KeyHeader, tt.key)
 			}
 			rec := httptest.NewRecorder()
 			e.ServeHTTP(rec, req)
@@ -340,10 +340,10 @@ func TestBadRequests(t *testing.T) {
 func TestCheckSeesTheRequest(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{}
-	s := start(t, enginetest.Options{Check: func(r *http.Request, body []byte) error {
+	s := start(t, simengine.Options{Check: func(r *http.Request, body []byte) error {
 		mu.Lock()
 		defer mu.Unlock()
-		seen[r.Header.Get(enginetest.KeyHeader)] = string(body)
+		seen[r.Header.Get(simengine.KeyHeader)] = string(body)
 		return nil
 	}})
 	require.NoError(t, post(t.Context(), s, "k").err)
@@ -355,7 +355,7 @@ func TestCheckSeesTheRequest(t *testing.T) {
 // Delay makes a call slow without holding its server: another call is
 // served meanwhile. A client that leaves during it abandons the call.
 func TestDelayHoldsNoServer(t *testing.T) {
-	s := start(t, enginetest.Options{
+	s := start(t, simengine.Options{
 		Servers: 1, Queue: 0,
 		Delay: func(key string, n int) time.Duration {
 			if key == "slow" {
@@ -367,7 +367,7 @@ func TestDelayHoldsNoServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	slow := make(chan answer, 1)
 	go func() { slow <- post(ctx, s, "slow") }()
-	await(t, s, func(st enginetest.Stats) bool { return st.Calls == 1 && st.Busy == 0 })
+	await(t, s, func(st simengine.Stats) bool { return st.Calls == 1 && st.Busy == 0 })
 
 	a := post(t.Context(), s, "fast")
 	require.NoError(t, a.err)
@@ -375,8 +375,8 @@ func TestDelayHoldsNoServer(t *testing.T) {
 
 	cancel()
 	<-slow
-	await(t, s, func(st enginetest.Stats) bool { return st.Abandoned == 1 })
-	assert.Equal(t, []enginetest.Outcome{enginetest.Abandoned}, outcomes(s.Calls("slow")))
+	await(t, s, func(st simengine.Stats) bool { return st.Abandoned == 1 })
+	assert.Equal(t, []simengine.Outcome{simengine.Abandoned}, outcomes(s.Calls("slow")))
 	assert.False(t, s.Billed("slow"))
 	assert.EqualValues(t, 1, s.Stats().Billed)
 }
@@ -387,14 +387,14 @@ func TestAbandonedCallFreesItsServerAtTheEndOfItsService(t *testing.T) {
 	// Long enough that the first call is still served when its client
 	// leaves, on a loaded machine too.
 	const service = 500 * time.Millisecond
-	s := start(t, enginetest.Options{Servers: 1, Queue: 1, ServiceTime: service})
+	s := start(t, simengine.Options{Servers: 1, Queue: 1, ServiceTime: service})
 	ctx, cancel := context.WithCancel(t.Context())
 	first := make(chan answer, 1)
 	go func() { first <- post(ctx, s, "a") }()
-	await(t, s, func(st enginetest.Stats) bool { return st.Busy == 1 })
+	await(t, s, func(st simengine.Stats) bool { return st.Busy == 1 })
 	cancel()
 	<-first
-	await(t, s, func(st enginetest.Stats) bool { return st.Abandoned == 1 })
+	await(t, s, func(st simengine.Stats) bool { return st.Abandoned == 1 })
 
 	b := post(t.Context(), s, "b")
 	require.NoError(t, b.err)
@@ -402,7 +402,7 @@ func TestAbandonedCallFreesItsServerAtTheEndOfItsService(t *testing.T) {
 	ca, cb := s.Calls("a"), s.Calls("b")
 	require.Len(t, ca, 1)
 	require.Len(t, cb, 1)
-	assert.Equal(t, enginetest.Abandoned, ca[0].Outcome)
+	assert.Equal(t, simengine.Abandoned, ca[0].Outcome)
 	assert.GreaterOrEqual(t, cb[0].At.Add(cb[0].Wait), ca[0].At.Add(service), "b started once a's service was over")
 	st := s.Stats()
 	assert.EqualValues(t, 1, st.Billed)
@@ -412,15 +412,15 @@ func TestAbandonedCallFreesItsServerAtTheEndOfItsService(t *testing.T) {
 // Closing the server ends the calls inside at once: none is billed, none is
 // answered 200.
 func TestCloseEndsCallsInside(t *testing.T) {
-	e, err := enginetest.New(enginetest.Options{Servers: 1, Queue: 2, ServiceTime: time.Hour})
+	e, err := simengine.New(simengine.Options{Servers: 1, Queue: 2, ServiceTime: time.Hour})
 	require.NoError(t, err)
-	s := enginetest.NewServer(e)
+	s := simengine.NewServer(e)
 	answers := make(chan answer, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() { answers <- post(t.Context(), s, fmt.Sprintf("k%d", i)) })
 	}
-	await(t, s, func(st enginetest.Stats) bool { return st.InSystem == 3 })
+	await(t, s, func(st simengine.Stats) bool { return st.InSystem == 3 })
 	s.Close()
 	s.Close() // again: nothing
 	wg.Wait()
@@ -438,7 +438,7 @@ func TestCloseEndsCallsInside(t *testing.T) {
 
 // The knobs change a running engine.
 func TestKnobs(t *testing.T) {
-	s := start(t, enginetest.Options{Servers: 1, Queue: 5, ServiceTime: time.Hour})
+	s := start(t, simengine.Options{Servers: 1, Queue: 5, ServiceTime: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -446,7 +446,7 @@ func TestKnobs(t *testing.T) {
 	for i := range 4 {
 		wg.Go(func() { post(ctx, s, fmt.Sprintf("k%d", i)) })
 	}
-	await(t, s, func(st enginetest.Stats) bool { return st.Busy == 1 && st.Queued == 3 })
+	await(t, s, func(st simengine.Stats) bool { return st.Busy == 1 && st.Queued == 3 })
 
 	require.NoError(t, s.SetServers(3))
 	st := s.Stats()
@@ -459,7 +459,7 @@ func TestKnobs(t *testing.T) {
 	require.NoError(t, a.err)
 	assert.Equal(t, http.StatusServiceUnavailable, a.status, "the queue is full at its new bound")
 
-	require.NoError(t, s.SetShedding(enginetest.Shedding{TooManyShare: 1, RetryAfterShare: 1, RetryAfter: 5 * time.Second}))
+	require.NoError(t, s.SetShedding(simengine.Shedding{TooManyShare: 1, RetryAfterShare: 1, RetryAfter: 5 * time.Second}))
 	a = post(t.Context(), s, "over")
 	require.NoError(t, a.err)
 	assert.Equal(t, http.StatusTooManyRequests, a.status)
@@ -480,61 +480,61 @@ func TestKnobs(t *testing.T) {
 func TestValidation(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(o *enginetest.Options)
+		change func(o *simengine.Options)
 		want   string // "" for valid
 	}{
-		{"zero", func(*enginetest.Options) {}, ""},
-		{"a capacity", func(o *enginetest.Options) {
+		{"zero", func(*simengine.Options) {}, ""},
+		{"a capacity", func(o *simengine.Options) {
 			o.Servers, o.ServiceTime, o.Jitter, o.Queue = 8, 6*time.Millisecond, 0.5, 16
-			o.Shedding = enginetest.Shedding{TooManyShare: 0.1, RetryAfterShare: 0.2, RetryAfter: time.Second}
+			o.Shedding = simengine.Shedding{TooManyShare: 0.1, RetryAfterShare: 0.2, RetryAfter: time.Second}
 		}, ""},
-		{"negative servers", func(o *enginetest.Options) { o.Servers = -1 }, "Servers -1"},
-		{"negative queue", func(o *enginetest.Options) { o.Queue = -1 }, "Queue -1"},
-		{"negative service time", func(o *enginetest.Options) { o.ServiceTime = -time.Second }, "ServiceTime -1s"},
-		{"jitter over 1", func(o *enginetest.Options) { o.Jitter = 1.5 }, "Jitter 1.5"},
-		{"NaN share", func(o *enginetest.Options) { o.Shedding.TooManyShare = math.NaN() }, "Shedding.TooManyShare NaN"},
-		{"negative share", func(o *enginetest.Options) { o.Shedding.RetryAfterShare = -0.1 }, "Shedding.RetryAfterShare -0.1"},
-		{"negative retry-after", func(o *enginetest.Options) { o.Shedding.RetryAfter = -time.Second }, "Shedding.RetryAfter -1s"},
+		{"negative servers", func(o *simengine.Options) { o.Servers = -1 }, "Servers -1"},
+		{"negative queue", func(o *simengine.Options) { o.Queue = -1 }, "Queue -1"},
+		{"negative service time", func(o *simengine.Options) { o.ServiceTime = -time.Second }, "ServiceTime -1s"},
+		{"jitter over 1", func(o *simengine.Options) { o.Jitter = 1.5 }, "Jitter 1.5"},
+		{"NaN share", func(o *simengine.Options) { o.Shedding.TooManyShare = math.NaN() }, "Shedding.TooManyShare NaN"},
+		{"negative share", func(o *simengine.Options) { o.Shedding.RetryAfterShare = -0.1 }, "Shedding.RetryAfterShare -0.1"},
+		{"negative retry-after", func(o *simengine.Options) { o.Shedding.RetryAfter = -time.Second }, "Shedding.RetryAfter -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var o enginetest.Options
+			var o simengine.Options
 			tt.change(&o)
-			e, err := enginetest.New(o)
+			e, err := simengine.New(o)
 			if tt.want == "" {
 				require.NoError(t, err)
 				require.NotNil(t, e)
 				return
 			}
-			require.ErrorIs(t, err, enginetest.ErrInvalid)
+			require.ErrorIs(t, err, simengine.ErrInvalid)
 			assert.ErrorContains(t, err, tt.want)
 			assert.Nil(t, e)
 		})
 	}
 
 	t.Run("every field at fault is named", func(t *testing.T) {
-		_, err := enginetest.New(enginetest.Options{Servers: -1, Queue: -2})
+		_, err := simengine.New(simengine.Options{Servers: -1, Queue: -2})
 		assert.ErrorContains(t, err, "Servers -1")
 		assert.ErrorContains(t, err, "Queue -2")
 	})
 
 	t.Run("setters", func(t *testing.T) {
-		e, err := enginetest.New(enginetest.Options{Servers: 2})
+		e, err := simengine.New(simengine.Options{Servers: 2})
 		require.NoError(t, err)
-		assert.ErrorIs(t, e.SetServers(-1), enginetest.ErrInvalid)
-		assert.ErrorIs(t, e.SetQueue(-1), enginetest.ErrInvalid)
-		assert.ErrorIs(t, e.SetServiceTime(-1, 0), enginetest.ErrInvalid)
-		assert.ErrorIs(t, e.SetServiceTime(time.Second, 2), enginetest.ErrInvalid)
-		assert.ErrorIs(t, e.SetShedding(enginetest.Shedding{TooManyShare: 2}), enginetest.ErrInvalid)
+		assert.ErrorIs(t, e.SetServers(-1), simengine.ErrInvalid)
+		assert.ErrorIs(t, e.SetQueue(-1), simengine.ErrInvalid)
+		assert.ErrorIs(t, e.SetServiceTime(-1, 0), simengine.ErrInvalid)
+		assert.ErrorIs(t, e.SetServiceTime(time.Second, 2), simengine.ErrInvalid)
+		assert.ErrorIs(t, e.SetShedding(simengine.Shedding{TooManyShare: 2}), simengine.ErrInvalid)
 		assert.True(t, math.IsInf(e.Capacity(), 1), "a rejected value changes nothing")
 	})
 }
 
 func TestQuantile(t *testing.T) {
 	ms := time.Millisecond
-	l := enginetest.Latencies{1 * ms, 2 * ms, 3 * ms, 4 * ms, 5 * ms, 6 * ms, 7 * ms, 8 * ms, 9 * ms, 10 * ms}
+	l := simengine.Latencies{1 * ms, 2 * ms, 3 * ms, 4 * ms, 5 * ms, 6 * ms, 7 * ms, 8 * ms, 9 * ms, 10 * ms}
 	tests := []struct {
-		give enginetest.Latencies
+		give simengine.Latencies
 		q    float64
 		want time.Duration
 	}{
@@ -558,7 +558,7 @@ func TestQuantile(t *testing.T) {
 func TestKeep(t *testing.T) {
 	var mu sync.Mutex
 	ns := map[string][]int{}
-	s := start(t, enginetest.Options{
+	s := start(t, simengine.Options{
 		Keep: func(key string) bool { return strings.HasPrefix(key, "kept") },
 		Answer: func(key string, n int) (int, http.Header) {
 			mu.Lock()
@@ -581,10 +581,10 @@ func TestKeep(t *testing.T) {
 }
 
 func TestAwaitEndsWithItsContext(t *testing.T) {
-	s := start(t, enginetest.Options{})
+	s := start(t, simengine.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := s.Await(ctx, func(st enginetest.Stats) bool { return st.Calls == 1 })
+	err := s.Await(ctx, func(st simengine.Stats) bool { return st.Calls == 1 })
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -596,9 +596,9 @@ func TestInvariantsUnderLoad(t *testing.T) {
 		servers, queue  = 2, 3
 		workers, perKey = 8, 60
 	)
-	s := start(t, enginetest.Options{
+	s := start(t, simengine.Options{
 		Servers: servers, Queue: queue, ServiceTime: time.Millisecond, Jitter: 0.5,
-		Shedding: enginetest.Shedding{TooManyShare: 0.5, RetryAfterShare: 0.5},
+		Shedding: simengine.Shedding{TooManyShare: 0.5, RetryAfterShare: 0.5},
 		Answer: func(key string, n int) (int, http.Header) {
 			if n%3 == 1 {
 				return http.StatusServiceUnavailable, nil
@@ -633,16 +633,16 @@ func TestInvariantsUnderLoad(t *testing.T) {
 
 	var billed, dups int64
 	for key, calls := range s.Ledger() {
-		n := map[enginetest.Outcome]int{}
+		n := map[simengine.Outcome]int{}
 		for _, c := range calls {
 			n[c.Outcome]++
 		}
-		assert.LessOrEqual(t, n[enginetest.Billed], 1, "%s billed once at most", key)
-		if n[enginetest.Duplicate] > 0 {
-			assert.Equal(t, 1, n[enginetest.Billed], "%s: a duplicate of a bill", key)
+		assert.LessOrEqual(t, n[simengine.Billed], 1, "%s billed once at most", key)
+		if n[simengine.Duplicate] > 0 {
+			assert.Equal(t, 1, n[simengine.Billed], "%s: a duplicate of a bill", key)
 		}
-		billed += int64(n[enginetest.Billed])
-		dups += int64(n[enginetest.Duplicate])
+		billed += int64(n[simengine.Billed])
+		dups += int64(n[simengine.Duplicate])
 	}
 	assert.Equal(t, st.Billed, billed)
 	assert.Equal(t, st.Duplicates, dups)

@@ -1,4 +1,4 @@
-package enginetest_test
+package simengine_test
 
 import (
 	"context"
@@ -9,29 +9,29 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // An engine of one server and a queue of one, whose calls take an hour: two
 // calls fill it, the third is shed at once.
 func Example() {
-	e, err := enginetest.New(enginetest.Options{
+	e, err := simengine.New(simengine.Options{
 		Servers: 1, ServiceTime: time.Hour, Queue: 1,
-		Shedding: enginetest.Shedding{RetryAfterShare: 1, RetryAfter: 2 * time.Second},
+		Shedding: simengine.Shedding{RetryAfterShare: 1, RetryAfter: 2 * time.Second},
 		Rand:     rand.New(rand.NewPCG(1, 2)),
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	s := enginetest.NewServer(e)
+	s := simengine.NewServer(e)
 	fmt.Printf("capacity %.4f calls/s\n", e.Capacity())
 
 	var wg sync.WaitGroup
 	for _, key := range []string{"MTR-1", "MTR-2"} {
 		wg.Go(func() { postRead(context.Background(), s, key) })
 	}
-	_ = e.Await(context.Background(), func(st enginetest.Stats) bool { return st.InSystem == 2 })
+	_ = e.Await(context.Background(), func(st simengine.Stats) bool { return st.InSystem == 2 })
 	status, retryAfter := postRead(context.Background(), s, "MTR-3")
 	fmt.Println("MTR-3:", status, "Retry-After:", retryAfter)
 
@@ -48,7 +48,7 @@ func Example() {
 // A scripted answer and the ledger: the first call of a key is refused, the
 // second bills it, the third is a duplicate.
 func ExampleEngine_Calls() {
-	e, err := enginetest.New(enginetest.Options{
+	e, err := simengine.New(simengine.Options{
 		Answer: func(key string, n int) (int, http.Header) {
 			if n == 1 {
 				return http.StatusServiceUnavailable, http.Header{"Retry-After": {"1"}}
@@ -60,7 +60,7 @@ func ExampleEngine_Calls() {
 		fmt.Println(err)
 		return
 	}
-	s := enginetest.NewServer(e)
+	s := simengine.NewServer(e)
 	defer s.Close()
 	for range 3 {
 		postRead(context.Background(), s, "MTR-00042@2026-11-30T06:00:00Z")
@@ -78,13 +78,13 @@ func ExampleEngine_Calls() {
 }
 
 // postRead posts a read under key and returns the status and Retry-After.
-func postRead(ctx context.Context, s *enginetest.Server, key string) (int, string) {
+func postRead(ctx context.Context, s *simengine.Server, key string) (int, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/reads", strings.NewReader(readBody))
 	if err != nil {
 		return 0, err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(enginetest.KeyHeader, key)
+	req.Header.Set(simengine.KeyHeader, key)
 	resp, err := s.Client().Do(req)
 	if err != nil {
 		return 0, err.Error()

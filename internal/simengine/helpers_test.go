@@ -1,4 +1,4 @@
-package enginetest_test
+package simengine_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/meterline/meter-consumer/internal/enginetest"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // No goroutine outlives the servers the tests start (a timer freeing an
@@ -31,13 +31,13 @@ type answer struct {
 }
 
 // post posts a read under key to s, as the consumer's sink does.
-func post(ctx context.Context, s *enginetest.Server, key string) answer {
+func post(ctx context.Context, s *simengine.Server, key string) answer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/reads", strings.NewReader(readBody))
 	if err != nil {
 		return answer{key: key, err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(enginetest.KeyHeader, key)
+	req.Header.Set(simengine.KeyHeader, key)
 	resp, err := s.Client().Do(req)
 	if err != nil {
 		return answer{key: key, err: err}
@@ -48,18 +48,18 @@ func post(ctx context.Context, s *enginetest.Server, key string) answer {
 }
 
 // start makes an engine from o and serves it until the test ends.
-func start(t *testing.T, o enginetest.Options) *enginetest.Server {
+func start(t *testing.T, o simengine.Options) *simengine.Server {
 	t.Helper()
-	e, err := enginetest.New(o)
+	e, err := simengine.New(o)
 	require.NoError(t, err)
-	s := enginetest.NewServer(e)
+	s := simengine.NewServer(e)
 	t.Cleanup(s.Close)
 	return s
 }
 
 // await waits until cond holds for s's Stats; it fails the test after 10s
 // (a condition that should hold long before).
-func await(t *testing.T, s *enginetest.Server, cond func(enginetest.Stats) bool) {
+func await(t *testing.T, s *simengine.Server, cond func(simengine.Stats) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -67,8 +67,8 @@ func await(t *testing.T, s *enginetest.Server, cond func(enginetest.Stats) bool)
 }
 
 // outcomes lists the outcome of every call of key.
-func outcomes(calls []enginetest.Call) []enginetest.Outcome {
-	out := make([]enginetest.Outcome, len(calls))
+func outcomes(calls []simengine.Call) []simengine.Outcome {
+	out := make([]simengine.Outcome, len(calls))
 	for i, c := range calls {
 		out[i] = c.Outcome
 	}

@@ -1,4 +1,4 @@
-package enginetest
+package simengine
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func NewServer(e *Engine) *Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		if ln, err = net.Listen("tcp6", "[::1]:0"); err != nil {
-			panic(fmt.Sprintf("enginetest: listen on loopback: %v", err))
+			panic(fmt.Sprintf("simengine: listen on loopback: %v", err))
 		}
 	}
 	base, stop := context.WithCancel(context.Background())

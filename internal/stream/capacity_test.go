@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/downstream"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/limit"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Against an engine with a capacity (4 servers of 10ms, a queue of 4: 400
@@ -21,11 +21,11 @@ import (
 // backlog is mostly shed.
 func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
 	t.Parallel()
-	run := func(t *testing.T, adaptive bool) enginetest.Stats {
+	run := func(t *testing.T, adaptive bool) simengine.Stats {
 		e := newEnv(t, nil)
-		eng, err := enginetest.New(enginetest.Options{Servers: 4, ServiceTime: 10 * time.Millisecond, Queue: 4})
+		eng, err := simengine.New(simengine.Options{Servers: 4, ServiceTime: 10 * time.Millisecond, Queue: 4})
 		require.NoError(t, err)
-		srv := enginetest.NewServer(eng)
+		srv := simengine.NewServer(eng)
 		t.Cleanup(srv.Close)
 		o := e.options(81)
 		o.Concurrency = 32

@@ -15,8 +15,8 @@ import (
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/downstream"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/limit"
+	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -191,9 +191,9 @@ func TestADayOfRetryAfterIsClampedAndPausesNothing(t *testing.T) {
 func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	eng, err := enginetest.New(enginetest.Options{Servers: 2, ServiceTime: 10 * time.Millisecond})
+	eng, err := simengine.New(simengine.Options{Servers: 2, ServiceTime: 10 * time.Millisecond})
 	require.NoError(t, err)
-	srv := enginetest.NewServer(eng)
+	srv := simengine.NewServer(eng)
 	t.Cleanup(srv.Close)
 	o := e.options(96)
 	o.Concurrency, o.Policy.MaxAttempts = 32, 3

@@ -18,9 +18,9 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
-	"github.com/meterline/meter-consumer/internal/enginetest"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 )
 
@@ -34,12 +34,12 @@ type call struct {
 	Status int // 0 if the client gave up before the answer
 }
 
-// rateEngine is the tests' downstream: an enginetest engine of unlimited
+// rateEngine is the tests' downstream: an simengine engine of unlimited
 // capacity whose answers a test scripts, and which keeps each request's
 // headers and body.
 type rateEngine struct {
-	*enginetest.Engine
-	srv *enginetest.Server
+	*simengine.Engine
+	srv *simengine.Server
 
 	mu   sync.Mutex
 	seen map[string][]call // per key, in arrival order: method, headers, body
@@ -49,7 +49,7 @@ type rateEngine struct {
 func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Header)) *rateEngine {
 	t.Helper()
 	re := &rateEngine{seen: map[string][]call{}}
-	o := enginetest.Options{Check: func(r *http.Request, b []byte) error {
+	o := simengine.Options{Check: func(r *http.Request, b []byte) error {
 		var body map[string]any
 		_ = json.Unmarshal(b, &body)
 		key := r.Header.Get("Idempotency-Key")
@@ -61,9 +61,9 @@ func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Heade
 	if answer != nil {
 		o.Answer = func(key string, n int) (int, http.Header) { return answer(n, key) }
 	}
-	eng, err := enginetest.New(o)
+	eng, err := simengine.New(o)
 	require.NoError(t, err)
-	re.Engine, re.srv = eng, enginetest.NewServer(eng)
+	re.Engine, re.srv = eng, simengine.NewServer(eng)
 	t.Cleanup(re.srv.Close)
 	return re
 }
