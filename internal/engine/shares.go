@@ -75,9 +75,9 @@ func (s *shares) add(now time.Duration, c call) {
 // retries count in full.
 //
 // The fast share counts the sheds answered quickly beyond the share quick
-// of the answered calls (quick), and beyond chance: of an engine whose latency spreads, a
-// read's own 503 is as often quick as its 200s are; a load shedder's
-// refusals are quick where its answers are not.
+// of the answered calls (quick), and beyond chance: of an engine whose
+// latency spreads, a read's own 503 is as often quick as its 200s are; a
+// load shedder's refusals are quick where its answers are not.
 func (s *shares) share(now time.Duration, least, quick float64) (shed, fast float64, ok, retries bool) {
 	e := int64(now) / s.width()
 	var calls, fresh, freshShed, all float64

@@ -41,9 +41,10 @@ type Options struct {
 	// start (default 200ms): one more each round trip, or each Growth if
 	// the round trip is shorter. Against an engine that answers in a few
 	// milliseconds, one per round trip is a fleet of R replicas adding R
-	// calls every few milliseconds, and AIMD's sheds grow as the square of
-	// its growth over the share of each replica (16 replicas over a room
-	// of 24 calls shed 14% of their calls at one per round trip).
+	// calls every few milliseconds. AIMD's share of sheds grows with its
+	// step and falls with the square of each replica's limit: 16 replicas
+	// sharing a room of 24 calls shed 14% of their calls at one per round
+	// trip of 12-18ms, 8% at one per 200ms.
 	Growth time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
