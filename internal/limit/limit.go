@@ -152,13 +152,14 @@ func (l *Limiter) Paused() time.Time {
 	return time.Time{}
 }
 
-// Pause holds every new call until until (a pause that ends later is kept).
-// The engine's view decides when the replica as a whole must wait.
-func (l *Limiter) Pause(until time.Time) {
+// Pause holds every new call until until (a pause that ends later is kept)
+// and reports whether the pause now ends later than before. The engine's
+// view decides when the replica as a whole must wait.
+func (l *Limiter) Pause(until time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !until.After(l.pauseUntil) {
-		return
+		return false
 	}
 	l.pauseUntil = until
 	if l.resume != nil {
@@ -166,6 +167,7 @@ func (l *Limiter) Pause(until time.Time) {
 		l.resume = nil
 	}
 	l.schedule()
+	return true
 }
 
 // Acquire waits for a slot: fewer calls in flight than the limit, and no
