@@ -103,10 +103,13 @@ type Consumer struct {
 	// timeout, so deliver need not add a timeout of its own.
 	sinkBounded bool
 	keepers     *keepers
-	breaker     *breaker.Breaker // nil: no breaker
-	view        *engine.View
-	leases      *leases
-	server      *serverClock
+	// The engine's view and the controls that act on it (no-ops when off).
+	view    *engine.View
+	breaker circuit
+	limit   concurrency
+	budget  retryBudget
+	leases  *leases
+	server  *serverClock
 }
 
 // New validates the options and builds a Consumer.
@@ -177,8 +180,13 @@ func New(o Options) (*Consumer, error) {
 	c.keepers = c.newKeepers(o.Concurrency)
 	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.delayer.gate = c.retryGate
+	c.breaker, c.limit, c.budget = closedCircuit{}, unlimited{}, unbudgeted{}
+	if o.Budget != nil {
+		c.budget = o.Budget
+	}
 	c.m.limit.Set(float64(o.Concurrency))
 	if o.Limiter != nil {
+		c.limit = o.Limiter
 		c.m.limit.Set(float64(o.Limiter.Limit()))
 		o.Limiter.OnChange(func(l int) { c.m.limit.Set(float64(l)) })
 	}
@@ -261,9 +269,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	defer hardStop()
 	giveUp, giveUpNow := context.WithCancel(context.WithoutCancel(ctx))
 	defer giveUpNow()
-	if c.breaker != nil {
-		defer c.breaker.Stop() // last: after the keep-alives below
-	}
+	defer c.breaker.Stop() // last: after the keep-alives below
 	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
 	var aliveDone sync.WaitGroup
 	measure, measured := context.WithTimeout(ctx, 5*time.Second)
@@ -365,7 +371,7 @@ func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetst
 	return func(msg jetstream.Msg) {
 		msg = c.leases.wrap(msg)
 		for {
-			changed := c.breakerChanged() // before the check, so no transition is missed
+			changed := c.breaker.Changed() // before the check, so no transition is missed
 			if c.paused() || c.delayer.parked.Load() > 0 {
 				c.delayer.park(msg)
 				blockedSince = time.Time{}

@@ -210,6 +210,9 @@ func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
 	assert.Empty(t, e.deadLetters(), "no read paid for the overload")
 	assert.EqualValues(t, reads, s.Billed)
 	assert.Positive(t, testutil.ToFloat64(counter(t, e, "meter_consumer_uncharged_failures_total", "why", "shedding")))
+	// Each shed is one failure, credited or not (a credited shed was
+	// counted twice before).
+	assert.EqualValues(t, s.Shed, testutil.ToFloat64(counter(t, e, "meter_consumer_failures_total", "class", "transient", "cause", "http_503")))
 }
 
 // An engine down from the start, with too few fresh reads in a read's

@@ -9,34 +9,7 @@ import (
 )
 
 // paused reports whether new reads must be parked: the breaker is open.
-func (c *Consumer) paused() bool {
-	return c.breaker != nil && c.breaker.State() == breaker.Open
-}
-
-// breakerChanged returns a channel closed at the breaker's next transition
-// (nil, which never fires, without a breaker).
-func (c *Consumer) breakerChanged() <-chan struct{} {
-	if c.breaker == nil {
-		return nil
-	}
-	return c.breaker.Changed()
-}
-
-// acquire waits for the breaker to let a call through; fresh says the read
-// has not failed before; ctx is the graceful stop.
-func (c *Consumer) acquire(ctx context.Context, fresh bool) (breaker.Permit, error) {
-	if c.breaker == nil {
-		return breaker.Permit{}, nil
-	}
-	return c.breaker.Acquire(ctx, fresh)
-}
-
-// release gives back a permit whose call was cut short by the stop.
-func (c *Consumer) release(p breaker.Permit) {
-	if c.breaker != nil {
-		c.breaker.Release(p)
-	}
-}
+func (c *Consumer) paused() bool { return c.breaker.State() == breaker.Open }
 
 // follow pauses pulling while the breaker is open, or while the reads
 // parked in the process reach the pull batch (the workers are behind: a
@@ -48,7 +21,7 @@ func (c *Consumer) follow(ctx context.Context, p *puller) {
 	high := max(c.o.PullBatch, 1)
 	low := high / 2
 	for {
-		changed := c.breakerChanged()
+		changed := c.breaker.Changed()
 		parked := int(c.delayer.parked.Load())
 		open := c.paused()
 		switch {

@@ -79,7 +79,7 @@ func BenchmarkHandle(b *testing.B) {
 		},
 	}
 	ctx := context.Background()
-	s := c.keepers.slots[0]
+	s := c.keepers.watches[0]
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg.data)))
 	for b.Loop() {

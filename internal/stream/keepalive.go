@@ -11,17 +11,18 @@ import (
 // keepers send InProgress for the reads being handled, so slow work is not
 // redelivered under our feet: the first one early enough to cover the time
 // the message may have waited in the client buffer before a worker took it,
-// then every AckWait/2. Each worker owns a slot it fills and clears for
+// then every AckWait/2. Each worker owns a watch it fills and clears for
 // every read (a lock and two stores: no timer on the hot path); one
-// goroutine scans the slots.
+// goroutine scans the watches.
 type keepers struct {
 	first, every, tick time.Duration
 	now                func() time.Time
 	onErr              func(string, error)
-	slots              []*slot
+	watches            []*watch
 }
 
-type slot struct {
+// watch is one worker's read in flight, kept alive.
+type watch struct {
 	mu   sync.Mutex
 	msg  jetstream.Msg // nil while the worker is idle
 	next time.Time     // when the next InProgress is due
@@ -35,26 +36,26 @@ func (c *Consumer) newKeepers(n int) *keepers {
 	first := min(every, max(c.o.AckWait-rounds*c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
 	k := &keepers{first: first, every: every, tick: max(first/4, time.Millisecond), now: time.Now, onErr: c.settleError}
 	for range n {
-		k.slots = append(k.slots, &slot{})
+		k.watches = append(k.watches, &watch{})
 	}
 	return k
 }
 
 // arm starts keeping msg alive, counting from start.
-func (k *keepers) arm(s *slot, msg jetstream.Msg, start time.Time) {
+func (k *keepers) arm(s *watch, msg jetstream.Msg, start time.Time) {
 	s.mu.Lock()
 	s.msg, s.next = msg, start.Add(k.first)
 	s.mu.Unlock()
 }
 
-// disarm stops keeping the slot's read alive.
-func (k *keepers) disarm(s *slot) {
+// disarm stops keeping the watch's read alive.
+func (k *keepers) disarm(s *watch) {
 	s.mu.Lock()
 	s.msg = nil
 	s.mu.Unlock()
 }
 
-// run scans the slots until ctx ends.
+// run scans the watches until ctx ends.
 func (k *keepers) run(ctx context.Context) {
 	t := time.NewTicker(k.tick)
 	defer t.Stop()
@@ -65,7 +66,7 @@ func (k *keepers) run(ctx context.Context) {
 		case <-t.C:
 		}
 		now := k.now()
-		for _, s := range k.slots {
+		for _, s := range k.watches {
 			s.mu.Lock()
 			if s.msg != nil && !now.Before(s.next) {
 				k.onErr("in_progress", s.msg.InProgress())

@@ -8,7 +8,7 @@ import (
 )
 
 // workers is the pool that handles reads: Concurrency goroutines, each with
-// its keep-alive slot, taking parked reads first, then pulled reads from
+// its keep-alive watch, taking parked reads first, then pulled reads from
 // work. A worker that takes a parked read while more are parked wakes
 // another, so that a park emptied at once keeps every idle worker busy.
 type workers struct {
@@ -20,27 +20,27 @@ type workers struct {
 // startWorkers starts the pool; graceful, hard and giveUp are handle's
 // contexts.
 func (c *Consumer) startWorkers(graceful, hard, giveUp context.Context) *workers {
-	w := &workers{work: make(chan jetstream.Msg), quit: make(chan struct{})}
-	for _, s := range c.keepers.slots {
-		w.wg.Add(1)
+	p := &workers{work: make(chan jetstream.Msg), quit: make(chan struct{})}
+	for _, w := range c.keepers.watches {
+		p.wg.Add(1)
 		go func() {
-			defer w.wg.Done()
+			defer p.wg.Done()
 			for {
 				if msg, ok := c.delayer.takeParked(); ok {
-					c.handle(graceful, hard, giveUp, msg, s)
+					c.handle(graceful, hard, giveUp, msg, w)
 					continue
 				}
 				select {
-				case msg := <-w.work:
-					c.handle(graceful, hard, giveUp, msg, s)
+				case msg := <-p.work:
+					c.handle(graceful, hard, giveUp, msg, w)
 				case <-c.delayer.wakeWorker:
-				case <-w.quit:
+				case <-p.quit:
 					return
 				}
 			}
 		}()
 	}
-	return w
+	return p
 }
 
 // stop lets each worker finish its read, then waits for them.

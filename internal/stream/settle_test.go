@@ -29,10 +29,12 @@ func status(code int) error {
 	return h.Status(code, "")
 }
 
-// The settlement table of docs/SETTLEMENT.md, one row per situation: a delivery
-// count, what is on record, the sink's answer, and the one settlement that
-// follows. "held" is a read waiting out its retry delay in the process.
-func TestSettlementTable(t *testing.T) {
+// The settlement table of docs/SETTLEMENT.md carried out, one row per
+// situation: a delivery count, what is on record, the sink's answer, and the
+// one settlement that follows, on the message, the records and the
+// dead-letter stream. "held" is a read waiting out its retry delay in the
+// process. TestSettlementTable asserts the fates themselves.
+func TestSettlementCarriedOut(t *testing.T) {
 	t.Parallel()
 	long := time.Now().Add(-time.Hour)
 	tests := []struct {
@@ -127,7 +129,7 @@ func TestSettlementTable(t *testing.T) {
 			})
 			require.NoError(t, err)
 
-			c.handle(graceful, hard, t.Context(), msg, c.keepers.slots[0])
+			c.handle(graceful, hard, t.Context(), msg, c.keepers.watches[0])
 
 			assert.Equal(t, tt.want, msg.settled())
 			assert.Equal(t, tt.wantHeld, c.delayer.size() == 1, "held for a retry")
@@ -176,7 +178,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.handle(graceful, t.Context(), t.Context(), msg, c.keepers.slots[0])
+		c.handle(graceful, t.Context(), t.Context(), msg, c.keepers.watches[0])
 	}()
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 	stop()
@@ -205,7 +207,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)
 	began := time.Now()
-	c.handle(t.Context(), t.Context(), t.Context(), msg, c.keepers.slots[0])
+	c.handle(t.Context(), t.Context(), t.Context(), msg, c.keepers.watches[0])
 	ended := time.Now()
 
 	// The copy's deadline is the delivery's: the handler timeout from when

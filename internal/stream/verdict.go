@@ -1,0 +1,160 @@
+package stream
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+)
+
+// fate is what becomes of one delivery of a read.
+type fate int
+
+const (
+	// fateCall: deliver the read to the rate engine (again, after a wait for
+	// the breaker), then decide once more.
+	fateCall fate = iota
+	// fateAck: the engine answered 2xx.
+	fateAck
+	// fateRetry: hold the read for its delay, then NAK it for redelivery.
+	fateRetry
+	// fateDeadLetter: store its copy, then TERM it (a copy not confirmed: hold
+	// it and NAK it later, never TERM it).
+	fateDeadLetter
+	// fateHandBack: the process is stopping; record the hand-back and NAK it at
+	// once, uncharged, for another replica.
+	fateHandBack
+	// fateReject: not a JetStream delivery (no metadata to count attempts by):
+	// NAK it at once.
+	fateReject
+)
+
+var fates = [...]string{fateCall: "call", fateAck: "ack", fateRetry: "retry", fateDeadLetter: "dead-letter", fateHandBack: "hand back", fateReject: "reject"}
+
+func (f fate) String() string { return fates[f] }
+
+// outcome is the settlement a fate ends in, as messages_total counts it
+// ("" for a call, which is not one).
+func (f fate) outcome() Outcome {
+	switch f {
+	case fateAck:
+		return OutcomeAck
+	case fateDeadLetter:
+		return OutcomeTerm
+	case fateRetry, fateHandBack, fateReject:
+		return OutcomeNak
+	}
+	return ""
+}
+
+// situation is what is known of a read's delivery when its fate is
+// decided: the read and its record before the call, and what the call and
+// the engine's view said after it.
+type situation struct {
+	// decided is a fate on record, an earlier delivery's (perhaps another
+	// replica's): only its dead-letter copy is missing.
+	decided *Decision
+	// invalid is why the read did not decode (nil: it did).
+	invalid error
+	// noMetadata: the message is not a JetStream delivery.
+	noMetadata bool
+	// attempt is the read's charged attempt (its delivery count less the
+	// attempts credited on record); deliveries its delivery count.
+	attempt, deliveries uint64
+	maxAttempts         uint64
+	// creditable: an attempt that is not charged can be recorded (records
+	// are kept, this read's was read, and it is under MaxHandBacks).
+	creditable bool
+
+	// called: the call was made, or given up for the stop, and what
+	// follows is set.
+	called bool
+	// failure is the call's failure (nil: a 2xx).
+	failure *classify.Error
+	// stopped is why the stop cut the call or kept it from being made
+	// (nil: it was not): no answer about the read or the engine.
+	stopped error
+	// outage: the breaker judges the failure the outage's, not the read's.
+	outage bool
+	// expired: the read is past its age limit (a transient failure only).
+	expired bool
+	// down: the engine serves no one and fails other reads too (at the
+	// read's last attempt only).
+	down bool
+	// shedding: the engine sheds broadly (a shed only).
+	shedding bool
+}
+
+// verdict is a read's fate with what carrying it out needs.
+type verdict struct {
+	fate fate
+	// reason and cause: the dead-letter copy's; cause is also the failure a
+	// retry or a hand-back is logged with.
+	reason dlq.Reason
+	cause  *classify.Error
+	// own: the failure is this delivery's, counted once in failures_total
+	// (false for a decision on record: counted when it was made).
+	own bool
+	// backoff is the attempt a retry's delay is drawn for, floor the least
+	// delay (the engine's Retry-After).
+	backoff uint64
+	floor   time.Duration
+	// uncharged, when set, is why the attempt is not charged to the read
+	// (meter_consumer_uncharged_total{why}); credit: the attempt is
+	// recorded as a shed before the NAK, so that its next delivery does not
+	// count it.
+	uncharged string
+	credit    bool
+}
+
+// decide is a read's fate, from its situation alone: docs/SETTLEMENT.md's
+// table, row by row (TestSettlementTable).
+func decide(s situation) verdict {
+	if s.noMetadata {
+		return verdict{fate: fateReject}
+	}
+	if !s.called {
+		switch {
+		case s.decided != nil:
+			return verdict{fate: fateDeadLetter, reason: s.decided.Reason, cause: s.decided.classified()}
+		case s.invalid != nil:
+			return verdict{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.Of(s.invalid), own: true}
+		case s.attempt > s.maxAttempts:
+			return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, own: true, cause: classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
+				"attempt %d (delivery %d) is past the attempt limit of %d: an earlier delivery ended without settling",
+				s.attempt, s.deliveries, s.maxAttempts))}
+		}
+		return verdict{fate: fateCall}
+	}
+	ce := s.failure
+	last := s.attempt >= s.maxAttempts
+	switch {
+	case s.stopped != nil:
+		return verdict{fate: fateHandBack, cause: classify.NewTransient(classify.CauseShutdown, s.stopped), own: true}
+	case ce == nil:
+		return verdict{fate: fateAck}
+	case s.outage && !s.expired:
+		// The engine fails as a whole: wait for the breaker, uncharged.
+		return verdict{fate: fateCall, cause: ce, own: true, uncharged: whyBreaker}
+	case ce.Class == classify.Permanent:
+		return verdict{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: ce, own: true}
+	case s.expired:
+		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExpired, cause: ce, own: true}
+	case last && s.down && s.creditable:
+		// The engine serves no one and fails other reads too: the last
+		// failure is the outage's, not the read's, though the breaker may
+		// not have seen enough fresh reads to open yet. Credited as a shed;
+		// its delay grows with its deliveries.
+		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
+			uncharged: whyDown, credit: true}
+	case last:
+		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: ce, own: true}
+	case overload(ce.Cause) && s.shedding && s.creditable:
+		// The engine sheds broadly: the shed is the engine's state, not the
+		// read's. Credited as a shed; its delay grows with its deliveries.
+		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
+			uncharged: whyShedding, credit: true}
+	}
+	return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.attempt, floor: ce.RetryAfter}
+}

@@ -1,0 +1,187 @@
+package stream
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
+)
+
+// docRow is a row of docs/SETTLEMENT.md's settlement table.
+type docRow struct{ situation, fate, outcome string }
+
+// settlementRows reads the settlement table of docs/SETTLEMENT.md.
+func settlementRows(t *testing.T) []docRow {
+	t.Helper()
+	f, err := os.Open("../../docs/SETTLEMENT.md")
+	require.NoError(t, err)
+	defer f.Close()
+	var rows []docRow
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "| situation | fate |"):
+			in = true
+		case in && strings.HasPrefix(line, "| ---"):
+		case in && strings.HasPrefix(line, "|"):
+			cells := strings.Split(strings.Trim(line, "|"), " | ")
+			require.Len(t, cells, 4, "row %q", line)
+			rows = append(rows, docRow{strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]),
+				strings.Trim(strings.TrimSpace(cells[3]), "`")})
+		case in:
+			return rows
+		}
+	}
+	require.NoError(t, sc.Err())
+	return rows
+}
+
+// what is the part of a verdict a row asserts.
+type what struct {
+	fate      fate
+	reason    dlq.Reason
+	cause     classify.Cause
+	own       bool
+	backoff   uint64
+	floor     time.Duration
+	uncharged string
+	credit    bool
+}
+
+func whatOf(v verdict) what {
+	w := what{fate: v.fate, reason: v.reason, own: v.own, backoff: v.backoff, floor: v.floor, uncharged: v.uncharged, credit: v.credit}
+	if v.cause != nil {
+		w.cause = v.cause.Cause
+	}
+	return w
+}
+
+// The settlement table of docs/SETTLEMENT.md, row by row: each situation's
+// fate and outcome as the doc states them, and the verdict decide gives.
+// Rows without a doc name are the edges between the doc's rows.
+func TestSettlementTable(t *testing.T) {
+	t.Parallel()
+	http503, _ := classify.NewHTTP(nil, nil)
+	shed := classify.Of(http503.Status(503, "5")) // Retry-After: 5
+	require.Equal(t, 5*time.Second, shed.RetryAfter)
+	failed := classify.Of(http503.Status(500, ""))
+	refused := classify.Of(http503.Status(422, ""))
+	// called is a read at attempt a of 6 (its deliveries d) after a call
+	// that failed with ce.
+	called := func(a, d uint64, ce *classify.Error) situation {
+		return situation{attempt: a, deliveries: d, maxAttempts: 6, creditable: true, called: true, failure: ce}
+	}
+	with := func(s situation, f func(*situation)) situation { f(&s); return s }
+	decided := &Decision{Reason: dlq.ReasonPermanent, Class: "permanent", Cause: classify.CauseHTTP422, Error: "http_422"}
+
+	tests := []struct {
+		row  string // the situation as docs/SETTLEMENT.md names it; "" for an edge
+		name string
+		s    situation
+		want what
+	}{
+		{row: "success (2xx to the POST)", s: called(1, 1, nil), want: what{fate: fateAck}},
+		{row: "transient, attempts left", s: called(2, 3, failed),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 2}},
+		{name: "a shed with attempts left while the engine does not shed broadly", s: called(2, 3, shed),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second}},
+		{row: "transient at the last attempt", s: called(6, 6, failed),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
+		{row: "transient at the last attempt, while the engine serves no one and fails other reads too",
+			s:    with(called(6, 8, failed), func(s *situation) { s.down = true }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 8, uncharged: whyDown, credit: true}},
+		{name: "the engine down at the last attempt, without a record",
+			s:    with(called(6, 8, failed), func(s *situation) { s.down, s.creditable = true, false }),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
+		{row: "a shed (503, 429, timeout, connection, 502, 504) while the engine sheds broadly, attempts left",
+			s:    with(called(2, 5, shed), func(s *situation) { s.shedding = true }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 5, floor: 5 * time.Second, uncharged: whyShedding, credit: true}},
+		{name: "a shed while the engine sheds broadly, without a record",
+			s:    with(called(2, 5, shed), func(s *situation) { s.shedding, s.creditable = true, false }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second}},
+		{name: "a read's own failure while the engine sheds broadly is charged",
+			s:    with(called(2, 5, failed), func(s *situation) { s.shedding = true }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 2}},
+		{name: "a shed at the last attempt while the engine sheds broadly is the read's last",
+			s:    with(called(6, 6, shed), func(s *situation) { s.shedding = true }),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503, own: true}},
+		{row: "transient, the read older than `retry.max_read_age`",
+			s:    with(called(1, 1, failed), func(s *situation) { s.expired = true }),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExpired, cause: classify.CauseHTTP500, own: true}},
+		{name: "expired while the breaker is open",
+			s:    with(called(1, 1, failed), func(s *situation) { s.expired, s.outage = true, true }),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExpired, cause: classify.CauseHTTP500, own: true}},
+		{row: "permanent (400/422 …)", s: called(1, 1, refused),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422, own: true}},
+		{row: "invalid read (any attempt)", s: situation{attempt: 9, deliveries: 9, maxAttempts: 6, invalid: errors.New("bad")},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseUnknown, own: true}},
+		{row: "attempt past the limit (an earlier delivery crashed or timed out; hand-backs do not count)",
+			s:    situation{attempt: 7, deliveries: 7, maxAttempts: 6},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseUnsettled, own: true}},
+		{name: "at the last attempt, before the call", s: situation{attempt: 6, deliveries: 9, maxAttempts: 6},
+			want: what{fate: fateCall}},
+		{row: "transient while the breaker is open, or of a probe",
+			s:    with(called(6, 6, failed), func(s *situation) { s.outage = true }),
+			want: what{fate: fateCall, cause: classify.CauseHTTP500, own: true, uncharged: whyBreaker}},
+		{row: "the fate was decided by an earlier delivery, on any replica, but its copy is missing",
+			s:    situation{attempt: 2, deliveries: 2, maxAttempts: 6, decided: decided, invalid: errors.New("not looked at")},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422}},
+		{row: "the stop's deadline cut the call, or the stop began while the read waited for the breaker or the limit",
+			s:    with(called(6, 6, nil), func(s *situation) { s.stopped = errStopping }),
+			want: what{fate: fateHandBack, cause: classify.CauseShutdown, own: true}},
+		{row: "not a JetStream delivery (no metadata to count attempts by)", s: situation{noMetadata: true},
+			want: what{fate: fateReject}},
+	}
+
+	doc := settlementRows(t)
+	var named []string
+	for _, tt := range tests {
+		if tt.row != "" {
+			named = append(named, tt.row)
+		}
+	}
+	var documented []string
+	for _, r := range doc {
+		documented = append(documented, r.situation)
+	}
+	require.Equal(t, documented, named, "the doc's rows, in order")
+	byRow := map[string]docRow{}
+	for _, r := range doc {
+		byRow[r.situation] = r
+	}
+
+	for _, tt := range tests {
+		name := tt.row
+		if name == "" {
+			name = tt.name
+		}
+		t.Run(name, func(t *testing.T) {
+			v := decide(tt.s)
+			assert.Equal(t, tt.want, whatOf(v))
+			if tt.row == "" {
+				return
+			}
+			r := byRow[tt.row]
+			f := v.fate.String()
+			if v.credit {
+				f += ", credited"
+			}
+			assert.Equal(t, r.fate, f, "the doc's fate")
+			out := string(v.fate.outcome())
+			if out == "" {
+				out = "(none)"
+			}
+			assert.Equal(t, r.outcome, out, "the doc's outcome")
+		})
+	}
+}
