@@ -78,10 +78,10 @@ func TestHTTPFactors(t *testing.T) {
 	}
 	base := func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
 		sink, err := httpSink(url)
-		o, _, err2 := productionOptions(ctx, js, topo, sink, prometheus.NewRegistry(), false, 1)
-		if err == nil {
-			err = err2
+		if err != nil {
+			return stream.Options{}, err
 		}
+		o, _, err := productionOptions(ctx, js, topo, sink, prometheus.NewRegistry(), false, 1)
 		return o, err
 	}
 	with := func(f func(*stream.Options)) func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
@@ -96,14 +96,17 @@ func TestHTTPFactors(t *testing.T) {
 		{"production options, limit off (the reference)", re.URL, base, false},
 		{"no breaker, no records (pipelineOptions)", re.URL, func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
 			sink, err := httpSink(url)
-			return pipelineOptions(js, topo, sink, 0), err
+			if err != nil {
+				return stream.Options{}, err
+			}
+			return pipelineOptions(js, topo, sink, 0), nil
 		}, false},
 		{"adaptive limit on", re.URL, func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
 			sink, err := httpSink(url)
-			o, _, err2 := productionOptions(ctx, js, topo, sink, prometheus.NewRegistry(), true, 1)
-			if err == nil {
-				err = err2
+			if err != nil {
+				return stream.Options{}, err
 			}
+			o, _, err := productionOptions(ctx, js, topo, sink, prometheus.NewRegistry(), true, 1)
 			return o, err
 		}, false},
 		{"pull 32", re.URL, with(func(o *stream.Options) { o.PullBatch = 32 }), false},

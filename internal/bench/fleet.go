@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
@@ -30,7 +29,7 @@ const maxReplicas = 64
 // dead-letter duplicate window, and, when adaptive, the adaptive limit and
 // the retry budget (returned too). Its metrics go on reg, its random sources
 // are seeded from seed.
-func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.Topology, sink downstream.Sink,
+func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.Topology, sink boundedSink,
 	reg *prometheus.Registry, adaptive bool, seed uint64) (stream.Options, *limit.Limiter, error) {
 	o := pipelineOptions(js, topo, sink, 0)
 	o.Metrics = stream.NewMetrics(reg)

@@ -81,9 +81,12 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	naks := newNakCapture()
 	start := ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
 		sink, err := httpSink(re.URL)
+		if err != nil {
+			return stream.Options{}, err
+		}
 		o := pipelineOptions(js, e.topo, sink, 0)
 		o.Logger = slog.New(naks)
-		return o, err
+		return o, nil
 	})
 	if serverSide {
 		sink, serr := httpSink(re.URL)

@@ -52,9 +52,12 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 	jitter := func(url string) starter {
 		return ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
 			sink, err := httpSink(url)
+			if err != nil {
+				return stream.Options{}, err
+			}
 			o := pipelineOptions(js, e.topo, sink, 0)
 			o.Policy = retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}
-			return o, err
+			return o, nil
 		})
 	}
 	fixed := func(url string) starter { return nakWithDelay(e, url, stormDelay) }

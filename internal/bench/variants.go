@@ -72,11 +72,11 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 // the overhead row add it): real metrics on a fresh registry, a JSON logger
 // at info writing nowhere, a 10s stop. pull 0 keeps the default
 // (stream.AutoPullBatch).
-func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink downstream.Sink, pull int) stream.Options {
+func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink boundedSink, pull int) stream.Options {
 	o := service.PipelineOptions(config.Default())
 	o.Breaker = nil
 	o.PullBatch, o.AckWait, o.ShutdownTimeout = pull, topo.AckWait, 10*time.Second
-	o.Sink = sink
+	o.Sink, o.SinkTimeout = sink, sink.Timeout()
 	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream})
 	o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
 	o.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -93,12 +93,18 @@ func httpSink(url string) (*downstream.HTTP, error) {
 	return h, nil
 }
 
-// noop is the sink of the overhead and scaling scenarios.
-var noop downstream.Sink = noopSink{}
+// boundedSink is a sink that bounds each of its calls itself, as the
+// production HTTP sink does: the pipeline is told so (SinkTimeout) and
+// adds no timeout of its own, exactly as in production.
+type boundedSink interface {
+	downstream.Sink
+	Timeout() time.Duration
+}
 
-// noopSink answers at once. Like the production HTTP sink it reports the
-// bound of its calls (Timeout), so the pipeline adds no timeout of its own,
-// exactly as in production.
+// noop is the sink of the overhead and scaling scenarios.
+var noop boundedSink = noopSink{}
+
+// noopSink answers at once.
 type noopSink struct{}
 
 func (noopSink) Deliver(context.Context, meter.Read) error { return nil }

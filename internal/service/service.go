@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	po := PipelineOptions(cfg)
 	po.PullBatch, po.AckWait = set.PullBatch, set.AckWait // the durable's
-	po.Sink = sink
+	po.Sink, po.SinkTimeout = sink, sink.Timeout()
 	po.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream,
 		MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads})
 	po.DeadLetterWindow, po.Records = set.DeadLetterWindow, set.Records
@@ -304,7 +304,7 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 
 // sinkFor builds the HTTP sink (and, in demo mode, starts the simulators);
 // stop closes its idle connections and stops the simulators.
-func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (downstream.Sink, func(), error) {
+func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (*downstream.HTTP, func(), error) {
 	url, stopDemo := cfg.Downstream.URL, func() {}
 	if cfg.Demo {
 		demoURL, stop, err := startDemo(ctx, cfg, js, reg, log)

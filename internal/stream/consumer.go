@@ -71,11 +71,16 @@ type Options struct {
 	// expired instead of retried.
 	MaxReadAge time.Duration
 
-	Sink       downstream.Sink
-	DeadLetter DeadLetterer
-	Metrics    *Metrics
-	Logger     *slog.Logger // default: discard
-	Rand       retry.Source // default: seeded from the clock
+	Sink downstream.Sink
+	// SinkTimeout, when set, is the bound the sink puts on each of its
+	// calls itself (the HTTP sink's client timeout). No longer than
+	// HandlerTimeout, it spares deliver a deadline of its own per call;
+	// 0: deliver bounds each call by the delivery's deadline.
+	SinkTimeout time.Duration
+	DeadLetter  DeadLetterer
+	Metrics     *Metrics
+	Logger      *slog.Logger // default: discard
+	Rand        retry.Source // default: seeded from the clock
 	// Clock is the process's clock: its monotonic clock measures every
 	// interval (the breaker's window, the engine's view), its wall clock
 	// only what is compared with a timestamp (default clock.System()).
@@ -154,9 +159,7 @@ func New(o Options) (*Consumer, error) {
 	if c.records == nil {
 		c.records = noRecords{}
 	}
-	if b, ok := o.Sink.(interface{ Timeout() time.Duration }); ok && b.Timeout() > 0 && b.Timeout() <= o.HandlerTimeout {
-		c.sinkBounded = true
-	}
+	c.sinkBounded = o.SinkTimeout > 0 && o.SinkTimeout <= o.HandlerTimeout
 	eo := engine.Options{}
 	if o.Engine != nil {
 		eo = *o.Engine

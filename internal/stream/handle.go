@@ -225,7 +225,8 @@ func (c *Consumer) uncharged(ctx context.Context, d *delivery, v verdict) {
 
 // deliver calls the sink within the delivery's deadline; a panic becomes a
 // transient failure of this read. When the sink bounds each call itself
-// within the handler timeout, no timer of our own is needed.
+// within the handler timeout (Options.SinkTimeout), no timer of our own is
+// needed.
 func (c *Consumer) deliver(ctx context.Context, d *delivery) (err error) {
 	if !c.sinkBounded {
 		var cancel context.CancelFunc

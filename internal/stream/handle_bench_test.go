@@ -36,12 +36,11 @@ func (m *benchMsg) InProgress() error                         { return nil }
 func (m *benchMsg) Term() error                               { return nil }
 func (m *benchMsg) TermWithReason(string) error               { return nil }
 
-// boundedNoop answers at once and, like the production HTTP sink, reports
-// the bound of its calls, so handle adds no timeout of its own.
+// boundedNoop answers at once; given as bounded (SinkTimeout), like the
+// production HTTP sink, so handle adds no timeout of its own.
 type boundedNoop struct{}
 
 func (boundedNoop) Deliver(context.Context, meter.Read) error { return nil }
-func (boundedNoop) Timeout() time.Duration                    { return time.Nanosecond }
 
 type nopDeadLetter struct{}
 
@@ -58,7 +57,7 @@ func BenchmarkHandle(b *testing.B) {
 	c, err := New(Options{
 		Policy:      retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute},
 		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
-		Sink:            boundedNoop{},
+		Sink: boundedNoop{}, SinkTimeout: time.Nanosecond,
 		DeadLetter:      nopDeadLetter{},
 		Metrics:         NewMetrics(prometheus.NewRegistry()),
 		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
