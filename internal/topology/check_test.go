@@ -1,4 +1,4 @@
-package stream_test
+package topology_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/natstest"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // made starts a server, lets Ensure make the whole topology, and returns
 // the JetStream context for a test to change what it made.
-func made(t *testing.T, topo stream.Topology) jetstream.JetStream {
+func made(t *testing.T, topo topology.Topology) jetstream.JetStream {
 	t.Helper()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	return js
 }
@@ -79,21 +79,21 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 			tt.change(&cfg)
 			remake(t, js, cfg)
 
-			for _, setup := range []func() (*stream.Setup, error){
-				func() (*stream.Setup, error) { return stream.Lookup(t.Context(), js, topo) },
-				func() (*stream.Setup, error) { return stream.Ensure(t.Context(), js, topo) },
+			for _, setup := range []func() (*topology.Setup, error){
+				func() (*topology.Setup, error) { return topology.Lookup(t.Context(), js, topo) },
+				func() (*topology.Setup, error) { return topology.Ensure(t.Context(), js, topo) },
 			} {
 				_, err := setup()
-				require.ErrorIs(t, err, stream.ErrMismatch)
+				require.ErrorIs(t, err, topology.ErrMismatch)
 				assert.ErrorContains(t, err, "dead-letter stream METER_READS_DLQ: ")
 				assert.ErrorContains(t, err, tt.want)
 			}
 			topo.Reconcile = true
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			set, err := stream.Lookup(ctx, js, topo)
+			set, err := topology.Lookup(ctx, js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with --reconcile")
 				assert.ErrorContains(t, err, tt.want)
 				assert.ErrorContains(t, err, "the server cannot change")
 				return
@@ -102,7 +102,7 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 			tt.wantAfter(t, streamConfig(t, js, topo.DLQStream))
 			require.Len(t, set.Reconciled, 1, "what --reconcile changed is said")
 			assert.Contains(t, set.Reconciled[0], "dead-letter stream METER_READS_DLQ: "+tt.want)
-			set, err = stream.Lookup(t.Context(), js, topo)
+			set, err = topology.Lookup(t.Context(), js, topo)
 			require.NoError(t, err)
 			assert.Empty(t, set.Reconciled, "converged: a second start changes nothing")
 		})
@@ -123,7 +123,7 @@ func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Contains(t, set.Warnings, "stream METER_READS: retention is WorkQueue, not Limits (left as it is; the server cannot change it)")
 	assert.Len(t, set.Warnings, 1)
@@ -131,8 +131,8 @@ func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	topo.Reconcile = true
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err = stream.Ensure(ctx, js, topo)
-	require.ErrorIs(t, err, stream.ErrMismatch)
+	_, err = topology.Ensure(ctx, js, topo)
+	require.ErrorIs(t, err, topology.ErrMismatch)
 	assert.NoError(t, ctx.Err(), "refused at once, not after calling UpdateStream until the deadline")
 	assert.ErrorContains(t, err, "stream METER_READS: ")
 	assert.ErrorContains(t, err, "retention is WorkQueue, not Limits: the server cannot change a retention to or from work queue")
@@ -149,12 +149,12 @@ func TestReconcileSetsTheAckWait(t *testing.T) {
 	mine.AckWait, mine.MaxAckPending = 2*time.Second, 500
 	js := made(t, mine)
 
-	set, err := stream.Lookup(t.Context(), js, topo)
+	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, set.AckWait, "without --reconcile the durable's own is followed")
 
 	topo.Reconcile = true
-	set, err = stream.Lookup(t.Context(), js, topo)
+	set, err = topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, topo.AckWait, set.AckWait)
 	assert.Equal(t, topo.MaxAckPending, set.MaxAckPending)
@@ -176,7 +176,7 @@ func TestAPausedDurableIsSaidSo(t *testing.T) {
 
 	for _, reconcile := range []bool{false, true} {
 		topo.Reconcile = reconcile
-		set, err := stream.Lookup(t.Context(), js, topo)
+		set, err := topology.Lookup(t.Context(), js, topo)
 		require.NoError(t, err)
 		assert.True(t, until.Equal(set.PausedUntil), "paused until %s, got %s", until, set.PausedUntil)
 	}
@@ -199,7 +199,7 @@ func TestTheRecordsTTLFollowsTheStreamsOwnMaxAge(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 
-	_, err = stream.Ensure(t.Context(), js, topo)
+	_, err = topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	kv, err := js.KeyValue(t.Context(), topo.Bucket())
 	require.NoError(t, err)
@@ -245,9 +245,9 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 			_, err := js.CreateKeyValue(t.Context(), cfg)
 			require.NoError(t, err)
 
-			set, err := stream.Lookup(t.Context(), js, topo)
+			set, err := topology.Lookup(t.Context(), js, topo)
 			if tt.want != "" {
-				require.ErrorIs(t, err, stream.ErrMismatch)
+				require.ErrorIs(t, err, topology.ErrMismatch)
 				assert.ErrorContains(t, err, "records bucket METER_READS_meter-consumer_records: ")
 				assert.ErrorContains(t, err, tt.want)
 			} else {
@@ -257,9 +257,9 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 			topo.Reconcile = true
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			_, err = stream.Lookup(ctx, js, topo)
+			_, err = topology.Lookup(ctx, js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with --reconcile")
 				assert.ErrorContains(t, err, "the server cannot change")
 				return
 			}
@@ -281,8 +281,8 @@ func TestReplicasTheServerCannotMakeAreNamed(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
 	topo.Replicas = 3
-	_, err := stream.Ensure(t.Context(), js, topo)
-	require.ErrorIs(t, err, stream.ErrMismatch)
+	_, err := topology.Ensure(t.Context(), js, topo)
+	require.ErrorIs(t, err, topology.ErrMismatch)
 	assert.ErrorContains(t, err, "create stream METER_READS: ")
 	assert.ErrorContains(t, err, "stream.replicas is 3 and the server is not clustered")
 	assert.ErrorContains(t, err, "setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1)")
@@ -300,12 +300,12 @@ func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"stream METER_READS: max msgs per subject is 5, not unlimited: the server deletes the older messages of a subject past it, settled or not (left as it is; --reconcile would change it)"},
 		set.Warnings)
 	topo.Reconcile = true
-	_, err = stream.Lookup(t.Context(), js, topo)
+	_, err = topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1), streamConfig(t, js, topo.Stream).MaxMsgsPerSubject)
 }
@@ -320,7 +320,7 @@ func TestDiscardOldWithoutALimitIsAWarning(t *testing.T) {
 	cfg.Discard = jetstream.DiscardOld
 	remake(t, js, cfg)
 
-	set, err := stream.Lookup(t.Context(), js, topo)
+	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)"}, set.Warnings)
 }

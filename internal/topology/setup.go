@@ -1,4 +1,4 @@
-package stream
+package topology
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // Topology names the streams, the durable consumer and the records bucket
@@ -25,14 +27,14 @@ type Topology struct {
 	DLQMaxBytes   int64         // a created dead-letter stream's max bytes (<= 0: none)
 
 	// RecordsBucket is the key-value bucket of the reads' records (see
-	// Record); "" derives it from the stream and the durable.
+	// stream.Record); "" derives it from the stream and the durable.
 	RecordsBucket string
 
 	Replicas      int           // stream and consumer replicas when created
 	AckWait       time.Duration // consumer AckWait
 	MaxAckPending int           // consumer MaxAckPending
 
-	// PullBatch is consumer.pull_batch (0: AutoPullBatch of Concurrency,
+	// PullBatch is consumer.pull_batch (0: stream.AutoPullBatch of Concurrency,
 	// HandlerTimeout and the durable's ack wait): the durable must let a
 	// pull ask for that many reads.
 	PullBatch      int
@@ -63,7 +65,7 @@ const MinDLQDuplicates = 10 * time.Minute
 // follow because they are the server's, not the configuration's.
 type Setup struct {
 	Consumer jetstream.Consumer
-	Records  KVRecords
+	Records  stream.KVRecords
 	// AckWait and MaxAckPending are the durable's own.
 	AckWait       time.Duration
 	MaxAckPending int
@@ -205,7 +207,7 @@ func Lookup(ctx context.Context, js jetstream.JetStream, t Topology) (*Setup, er
 
 func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool) (*Setup, error) {
 	if t.DLQDuplicates < MinDLQDuplicates {
-		return nil, fmt.Errorf("stream: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
+		return nil, fmt.Errorf("topology: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
 	}
 	s := &Setup{}
 	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, streamFindings, s)
@@ -223,7 +225,7 @@ func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool)
 	if err != nil {
 		return nil, err
 	}
-	s.Records = KVRecords{KV: kv}
+	s.Records = stream.KVRecords{KV: kv}
 	s.Replicas = Replicas{Stream: src.Config.Replicas, DeadLetter: dl.Config.Replicas, Records: replicas}
 	cons, err := t.durable(ctx, js, src.Config.Subjects, create, s)
 	if err != nil {
@@ -337,10 +339,11 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 }
 
 // pullBatch is how many reads one pull asks for on a durable of the given
-// ack wait: consumer.pull_batch, or AutoPullBatch, as the Consumer takes it.
+// ack wait: consumer.pull_batch, or stream.AutoPullBatch, as the
+// stream.Consumer takes it.
 func (t Topology) pullBatch(ackWait time.Duration) int {
 	if t.PullBatch > 0 {
 		return t.PullBatch
 	}
-	return AutoPullBatch(t.Concurrency, t.HandlerTimeout, ackWait)
+	return stream.AutoPullBatch(t.Concurrency, t.HandlerTimeout, ackWait)
 }

@@ -1,4 +1,4 @@
-package stream_test
+package topology_test
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // A durable an operator made with settings the service cannot keep its
@@ -60,7 +61,7 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			s := natstest.Run(t)
 			_, js := natstest.Connect(t, s)
 			topo := testTopology()
-			_, err := stream.Ensure(t.Context(), js, topo)
+			_, err := topology.Ensure(t.Context(), js, topo)
 			require.NoError(t, err)
 			require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
 			cfg := topo.ConsumerConfig()
@@ -69,18 +70,18 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
 			require.NoError(t, err)
 
-			for _, setup := range []func() (*stream.Setup, error){
-				func() (*stream.Setup, error) { return stream.Lookup(t.Context(), js, topo) },
-				func() (*stream.Setup, error) { return stream.Ensure(t.Context(), js, topo) },
+			for _, setup := range []func() (*topology.Setup, error){
+				func() (*topology.Setup, error) { return topology.Lookup(t.Context(), js, topo) },
+				func() (*topology.Setup, error) { return topology.Ensure(t.Context(), js, topo) },
 			} {
 				_, err = setup()
-				require.ErrorIs(t, err, stream.ErrMismatch)
+				require.ErrorIs(t, err, topology.ErrMismatch)
 				assert.ErrorContains(t, err, tt.want)
 			}
 			topo.Reconcile = true
-			set, err := stream.Lookup(t.Context(), js, topo)
+			set, err := topology.Lookup(t.Context(), js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with --reconcile")
 				return
 			}
 			require.NoError(t, err)
@@ -97,10 +98,10 @@ func TestTheDurablesOwnAckWaitIsFollowed(t *testing.T) {
 	topo := testTopology()
 	made := topo
 	made.AckWait, made.MaxAckPending = 45*time.Second, 500
-	_, err := stream.Ensure(t.Context(), js, made)
+	_, err := topology.Ensure(t.Context(), js, made)
 	require.NoError(t, err)
 
-	set, err := stream.Lookup(t.Context(), js, topo)
+	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, 45*time.Second, set.AckWait)
 	assert.Equal(t, 500, set.MaxAckPending)
@@ -122,7 +123,7 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), mine)
 	require.NoError(t, err)
 
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	st, err := js.Stream(t.Context(), topo.Stream)
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	}, set.Warnings, "one warning per difference")
 
 	topo.Reconcile = true
-	set, err = stream.Ensure(t.Context(), js, topo)
+	set, err = topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Empty(t, set.Warnings)
 	st, err = js.Stream(t.Context(), topo.Stream)
@@ -155,12 +156,12 @@ func TestAMissingRecordsBucketIsNamed(t *testing.T) {
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	require.NoError(t, js.DeleteKeyValue(t.Context(), topo.Bucket()))
 
-	_, err = stream.Lookup(t.Context(), js, topo)
-	require.ErrorIs(t, err, stream.ErrMissing)
+	_, err = topology.Lookup(t.Context(), js, topo)
+	require.ErrorIs(t, err, topology.ErrMissing)
 	assert.ErrorContains(t, err, "records bucket METER_READS_meter-consumer_records")
 	assert.ErrorContains(t, err, "nats kv add METER_READS_meter-consumer_records --history 1")
 }
@@ -174,7 +175,7 @@ func TestATopologyWithoutADeadLetterWindowIsRefused(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
 	topo.DLQDuplicates = 0
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.ErrorContains(t, err, "DLQDuplicates")
 	_, err = js.Stream(t.Context(), topo.DLQStream)
 	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "nothing is created")
