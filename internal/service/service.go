@@ -43,7 +43,16 @@ const DrainTimeout = 5 * time.Second
 // (jittered ±50%, shared by every scrape).
 const LagInterval = 15 * time.Second
 
-// Topology returns the stream topology the configuration describes.
+// switches are the binary's flags, as topology's messages name them where
+// they say the fix.
+var switches = topology.Switches{
+	Create:     config.Flag("stream.create"),
+	Reconcile:  config.Flag("stream.reconcile"),
+	OneReplica: config.Flag("stream.replicas") + " 1, " + config.Env("stream.replicas") + "=1",
+}
+
+// Topology returns the stream topology the configuration describes, its
+// messages naming the binary's flags where they say the fix.
 func Topology(cfg config.Config) topology.Topology {
 	return topology.Topology{
 		Stream: cfg.Stream.Name, Subjects: cfg.Stream.Subjects, Durable: cfg.Consumer.Durable,
@@ -53,6 +62,7 @@ func Topology(cfg config.Config) topology.Topology {
 		Replicas: cfg.Stream.Replicas, AckWait: cfg.Consumer.AckWait, MaxAckPending: cfg.Consumer.MaxAckPending,
 		Reconcile: cfg.Stream.Reconcile,
 		PullBatch: cfg.Consumer.PullBatch, Concurrency: cfg.Consumer.Concurrency, HandlerTimeout: cfg.Consumer.HandlerTimeout,
+		Switches: switches,
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 
 // checkDurable compares an existing durable with the one the service would
 // create. fatal lists what the server cannot change (delete and recreate
-// the durable); fixable lists what --reconcile updates and without which the
-// service refuses to start, since it could not keep its promises on it.
+// the durable); fixable lists what reconciling updates and without which
+// the service refuses to start, since it could not keep its promises on it.
 // Each problem names the field and the fix. A different ack wait or max ack
 // pending is not a problem: the service follows the durable's own.
 //
@@ -24,9 +24,9 @@ import (
 // 409 and nothing is delivered, for ever). The pull asks no byte limit, so
 // max_request_max_bytes never binds. A max_ack_pending of -1 leaves the
 // reads the service holds in memory (waiting out a retry delay) unbounded.
-func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, pull int) (fixable, fatal []string) {
+func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, pull int, sw Switches) (fixable, fatal []string) {
 	if have.DeliverSubject != "" {
-		fatal = append(fatal, fmt.Sprintf("deliver_subject is %q (a push consumer), the service pulls: delete the durable and let --create-streams make it, or create a pull consumer", have.DeliverSubject))
+		fatal = append(fatal, fmt.Sprintf("deliver_subject is %q (a push consumer), the service pulls: delete the durable and let %s make it, or create a pull consumer", have.DeliverSubject, sw.creator()))
 	}
 	if have.AckPolicy != jetstream.AckExplicitPolicy {
 		fatal = append(fatal, fmt.Sprintf("ack_policy is %s, the service acks each read: it must be explicit (the server cannot change an ack policy: delete and recreate the durable)", have.AckPolicy))

@@ -42,7 +42,7 @@ func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.S
 
 // A dead-letter stream that would lose or replace copies JetStream already
 // confirmed (their reads were TERMed after) is refused at start, naming
-// the setting and the fix; --reconcile changes what the server can change
+// the setting and the fix; Reconcile changes what the server can change
 // and still refuses what it cannot.
 func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 	t.Parallel()
@@ -93,14 +93,14 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 			defer cancel()
 			set, err := topology.Lookup(ctx, js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with Reconcile")
 				assert.ErrorContains(t, err, tt.want)
 				assert.ErrorContains(t, err, "the server cannot change")
 				return
 			}
 			require.NoError(t, err)
 			tt.wantAfter(t, streamConfig(t, js, topo.DLQStream))
-			require.Len(t, set.Reconciled, 1, "what --reconcile changed is said")
+			require.Len(t, set.Reconciled, 1, "what Reconcile changed is said")
 			assert.Contains(t, set.Reconciled[0], "dead-letter stream METER_READS_DLQ: "+tt.want)
 			set, err = topology.Lookup(t.Context(), js, topo)
 			require.NoError(t, err)
@@ -109,9 +109,9 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 	}
 }
 
-// --reconcile against a source stream whose retention the server cannot
+// Reconcile against a source stream whose retention the server cannot
 // change (work queue) is one clear refusal, not an UpdateStream repeated
-// until the stack overflows; without --reconcile it is a warning, as every
+// until the stack overflows; without Reconcile it is a warning, as every
 // difference in the source stream is.
 func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	t.Parallel()
@@ -139,7 +139,7 @@ func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	assert.Equal(t, jetstream.WorkQueuePolicy, streamConfig(t, js, topo.Stream).Retention)
 }
 
-// --reconcile sets the ack wait its own error message recommends
+// Reconcile sets the ack wait its own error message recommends
 // (consumer.handler_timeout must be shorter than the durable's ack wait:
 // "--reconcile sets it to consumer.ack_wait"), and max ack pending with it.
 func TestReconcileSetsTheAckWait(t *testing.T) {
@@ -151,7 +151,7 @@ func TestReconcileSetsTheAckWait(t *testing.T) {
 
 	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
-	assert.Equal(t, 2*time.Second, set.AckWait, "without --reconcile the durable's own is followed")
+	assert.Equal(t, 2*time.Second, set.AckWait, "without Reconcile the durable's own is followed")
 
 	topo.Reconcile = true
 	set, err = topology.Lookup(t.Context(), js, topo)
@@ -159,12 +159,12 @@ func TestReconcileSetsTheAckWait(t *testing.T) {
 	assert.Equal(t, topo.AckWait, set.AckWait)
 	assert.Equal(t, topo.MaxAckPending, set.MaxAckPending)
 	assert.Equal(t, topo.AckWait, set.Consumer.CachedInfo().Config.AckWait)
-	assert.Equal(t, []string{"consumer meter-consumer on stream METER_READS: ack wait 2s and max ack pending 500 set to 5s and 10000 (changed by --reconcile)"},
+	assert.Equal(t, []string{"consumer meter-consumer on stream METER_READS: ack wait 2s and max ack pending 500 set to 5s and 10000 (changed by reconciling)"},
 		set.Reconciled)
 }
 
 // A paused durable delivers nothing until its pause ends: setup says until
-// when, for the log and /readyz; --reconcile leaves the pause (an
+// when, for the log and /readyz; Reconcile leaves the pause (an
 // operator's act, not a setting).
 func TestAPausedDurableIsSaidSo(t *testing.T) {
 	t.Parallel()
@@ -182,7 +182,7 @@ func TestAPausedDurableIsSaidSo(t *testing.T) {
 	}
 	ci, err := js.Consumer(t.Context(), topo.Stream, topo.Durable)
 	require.NoError(t, err)
-	assert.True(t, ci.CachedInfo().Paused, "still paused after --reconcile")
+	assert.True(t, ci.CachedInfo().Paused, "still paused after Reconcile")
 }
 
 // The records bucket keeps a read's hand-backs and dead-letter decision
@@ -210,7 +210,7 @@ func TestTheRecordsTTLFollowsTheStreamsOwnMaxAge(t *testing.T) {
 
 // A records bucket that forgets a record while its read can still be in
 // the stream, or never forgets one, or keeps them in memory, is refused;
-// --reconcile fixes what the server can change.
+// Reconcile fixes what the server can change.
 func TestTheRecordsBucketIsChecked(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -230,7 +230,7 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 		{"memory storage", func(c *jetstream.KeyValueConfig) { c.Storage = jetstream.MemoryStorage },
 			"storage is Memory", "", false, nil},
 		{"history", func(c *jetstream.KeyValueConfig) { c.History = 5 },
-			"", "records bucket METER_READS_meter-consumer_records: history is 5, not 1 (left as it is; --reconcile would change it)", true,
+			"", "records bucket METER_READS_meter-consumer_records: history is 5, not 1 (left as it is; reconciling would change it)", true,
 			func(t *testing.T, s jetstream.KeyValueStatus) { assert.Equal(t, int64(1), s.History()) }},
 	}
 	for _, tt := range tests {
@@ -259,7 +259,7 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 			defer cancel()
 			_, err = topology.Lookup(ctx, js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with Reconcile")
 				assert.ErrorContains(t, err, "the server cannot change")
 				return
 			}
@@ -285,11 +285,11 @@ func TestReplicasTheServerCannotMakeAreNamed(t *testing.T) {
 	require.ErrorIs(t, err, topology.ErrMismatch)
 	assert.ErrorContains(t, err, "create stream METER_READS: ")
 	assert.ErrorContains(t, err, "stream.replicas is 3 and the server is not clustered")
-	assert.ErrorContains(t, err, "setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1)")
+	assert.ErrorContains(t, err, "or accept a single copy by setting stream.replicas to 1: ")
 }
 
 // A source stream that drops a subject's older reads past a count is
-// warned of (settled or not, they are gone); --reconcile lifts the limit.
+// warned of (settled or not, they are gone); Reconcile lifts the limit.
 func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
@@ -302,7 +302,7 @@ func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
 
 	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"stream METER_READS: max msgs per subject is 5, not unlimited: the server deletes the older messages of a subject past it, settled or not (left as it is; --reconcile would change it)"},
+	assert.Equal(t, []string{"stream METER_READS: max msgs per subject is 5, not unlimited: the server deletes the older messages of a subject past it, settled or not (left as it is; reconciling would change it)"},
 		set.Warnings)
 	topo.Reconcile = true
 	_, err = topology.Lookup(t.Context(), js, topo)
@@ -322,5 +322,5 @@ func TestDiscardOldWithoutALimitIsAWarning(t *testing.T) {
 
 	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)"}, set.Warnings)
+	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; reconciling would change it)"}, set.Warnings)
 }

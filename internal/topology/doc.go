@@ -14,7 +14,10 @@
 //
 // Ensure and Lookup wrap ErrMissing for what does not exist, ErrMismatch
 // for what the service cannot run on (each problem named with its setting
-// and its fix) and the jetstream sentinels; match them with errors.Is.
+// and its fix) and the jetstream sentinels; match them with errors.Is. The
+// messages never name the binary's flags: the caller gives how a person
+// asks it to create, to reconcile or to keep one copy (Switches), and the
+// fix is said in this package's terms without them.
 //
 // It imports stream for what the pipeline takes from a pull (PullExpiry,
 // AutoPullBatch) and the records type, never the other way round. Ensure

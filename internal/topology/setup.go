@@ -45,6 +45,10 @@ type Topology struct {
 	// settings differ from these, instead of refusing to start (durable) or
 	// warning (streams).
 	Reconcile bool
+
+	// Switches name, in the messages, how a person asks the caller to
+	// create, to reconcile or to keep one copy.
+	Switches Switches
 }
 
 // ErrMissing wraps a stream, consumer or bucket that does not exist while
@@ -85,7 +89,7 @@ type Setup struct {
 	// Replicas are the source stream's, the dead-letter stream's and the
 	// records bucket's.
 	Replicas Replicas
-	// Reconciled says what --reconcile changed, one line each; log each
+	// Reconciled says what Reconcile changed, one line each; log each
 	// once.
 	Reconciled []string
 	// Warnings are differences between existing streams and the settings
@@ -247,11 +251,11 @@ func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetst
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound) && create:
 		if st, err = js.CreateStream(ctx, want); err != nil {
-			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, replicasRefused(err, want.Replicas))
+			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, t.replicasRefused(err, want.Replicas))
 		}
 		return st.CachedInfo(), nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, fmt.Errorf("%s %s: %w (create it, or start with --create-streams): %w", what, want.Name, ErrMissing, err)
+		return nil, fmt.Errorf("%s %s: %w (create it%s): %w", what, want.Name, ErrMissing, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, fmt.Errorf("look up %s %s: %w", what, want.Name, err)
 	}
@@ -268,12 +272,12 @@ func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, streamMaxA
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound) && create:
 		if kv, err = js.CreateKeyValue(ctx, cfg); err != nil {
-			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, replicasRefused(err, cfg.Replicas))
+			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, t.replicasRefused(err, cfg.Replicas))
 		}
 		return kv, cfg.Replicas, nil
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		return nil, 0, fmt.Errorf("records bucket %s: %w (create it with `nats kv add %s --history 1 --ttl %s`, or start with --create-streams): %w",
-			cfg.Bucket, ErrMissing, cfg.Bucket, cfg.TTL, err)
+		return nil, 0, fmt.Errorf("records bucket %s: %w (create it with `nats kv add %s --history 1 --ttl %s`%s): %w",
+			cfg.Bucket, ErrMissing, cfg.Bucket, cfg.TTL, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, 0, fmt.Errorf("look up records bucket %s: %w", cfg.Bucket, err)
 	}
@@ -301,23 +305,23 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && create:
 		if cons, err = js.CreateConsumer(ctx, t.Stream, want); err != nil {
-			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, replicasRefused(err, want.Replicas))
+			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, t.replicasRefused(err, want.Replicas))
 		}
 		return cons, nil
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, fmt.Errorf("consumer %s on stream %s: %w (create it, or start with --create-streams): %w", t.Durable, t.Stream, ErrMissing, err)
+		return nil, fmt.Errorf("consumer %s on stream %s: %w (create it%s): %w", t.Durable, t.Stream, ErrMissing, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, fmt.Errorf("look up consumer %s on stream %s: %w", t.Durable, t.Stream, err)
 	}
 	have := cons.CachedInfo().Config
-	fixable, fatal := checkDurable(have, want, streamSubjects, t.pullBatch(have.AckWait))
+	fixable, fatal := checkDurable(have, want, streamSubjects, t.pullBatch(have.AckWait), t.Switches)
 	if len(fatal) > 0 {
 		return nil, fmt.Errorf("consumer %s on stream %s: %w: %s", t.Durable, t.Stream, ErrMismatch, joinProblems(append(fatal, fixable...)))
 	}
 	if !t.Reconcile {
 		if len(fixable) > 0 {
-			return nil, fmt.Errorf("consumer %s on stream %s: %w: %s; or start with --reconcile to update the durable",
-				t.Durable, t.Stream, ErrMismatch, joinProblems(fixable))
+			return nil, fmt.Errorf("consumer %s on stream %s: %w: %s; or %s to update the durable",
+				t.Durable, t.Stream, ErrMismatch, joinProblems(fixable), t.Switches.toReconcile())
 		}
 		return cons, nil
 	}
@@ -329,11 +333,11 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 		return nil, fmt.Errorf("reconcile consumer %s on stream %s (%s): %w", t.Durable, t.Stream, joinProblems(fixable), err)
 	}
 	for _, f := range fixable {
-		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: %s (changed by --reconcile)", t.Durable, t.Stream, f))
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: %s (changed by %s)", t.Durable, t.Stream, f, t.Switches.reconciler()))
 	}
 	if have.AckWait != want.AckWait || have.MaxAckPending != want.MaxAckPending {
-		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: ack wait %s and max ack pending %d set to %s and %d (changed by --reconcile)",
-			t.Durable, t.Stream, have.AckWait, have.MaxAckPending, want.AckWait, want.MaxAckPending))
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: ack wait %s and max ack pending %d set to %s and %d (changed by %s)",
+			t.Durable, t.Stream, have.AckWait, have.MaxAckPending, want.AckWait, want.MaxAckPending, t.Switches.reconciler()))
 	}
 	return cons, nil
 }

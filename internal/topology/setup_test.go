@@ -14,7 +14,7 @@ import (
 )
 
 // A durable an operator made with settings the service cannot keep its
-// promises on is refused, naming the field and the fix; --reconcile
+// promises on is refused, naming the field and the fix; Reconcile
 // updates it. Settings the server cannot change are refused either way.
 func TestAnExistingDurableIsChecked(t *testing.T) {
 	t.Parallel()
@@ -81,7 +81,7 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			topo.Reconcile = true
 			set, err := topology.Lookup(t.Context(), js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with Reconcile")
 				return
 			}
 			require.NoError(t, err)
@@ -107,9 +107,9 @@ func TestTheDurablesOwnAckWaitIsFollowed(t *testing.T) {
 	assert.Equal(t, 500, set.MaxAckPending)
 }
 
-// --create-streams creates what is missing and never changes what
+// Ensure creates what is missing and never changes what
 // operators set on an existing stream; a difference is a warning, and
-// --reconcile applies the configured settings (adding subjects, never
+// Reconcile applies the configured settings (adding subjects, never
 // removing one).
 func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	t.Parallel()
@@ -132,9 +132,9 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	assert.Equal(t, mine.MaxAge, got.MaxAge)
 	assert.Equal(t, mine.Duplicates, got.Duplicates)
 	assert.Equal(t, []string{
-		"stream METER_READS: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)",
-		"stream METER_READS: max age is 2160h0m0s, not 168h0m0s (left as it is; --reconcile would change it)",
-		"stream METER_READS: duplicate window is 2m0s, not 10m0s (left as it is; --reconcile would change it)",
+		"stream METER_READS: discard is DiscardOld, not DiscardNew (left as it is; reconciling would change it)",
+		"stream METER_READS: max age is 2160h0m0s, not 168h0m0s (left as it is; reconciling would change it)",
+		"stream METER_READS: duplicate window is 2m0s, not 10m0s (left as it is; reconciling would change it)",
 	}, set.Warnings, "one warning per difference")
 
 	topo.Reconcile = true
@@ -149,7 +149,7 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	assert.Equal(t, jetstream.DiscardNew, got.Discard)
 }
 
-// Without --create-streams, the records bucket must exist like the streams,
+// To Lookup, the records bucket must exist like the streams,
 // and the error says how to make it.
 func TestAMissingRecordsBucketIsNamed(t *testing.T) {
 	t.Parallel()
