@@ -83,3 +83,13 @@ func ExampleDownstream_Access() {
 	// downstream.tls.ca ("consumer.example.yaml"): CA file consumer.example.yaml: no PEM certificate in it
 	// map[X-Region:eu-west X-Tenant:north] 10s true
 }
+
+func ExampleFlag() {
+	fmt.Println(config.Flag("stream.reconcile"), config.Env("stream.reconcile"))
+	fmt.Println(config.Flag("nats.password") == "", config.Env("nats.password"))
+	fmt.Println(config.Flag("no.such.setting") == "", config.Env("no.such.setting") == "")
+	// Output:
+	// --reconcile CONSUMER_RECONCILE
+	// true NATS_PASSWORD
+	// true true
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // The Job of deploy/tools/dlq-job.yaml runs: its arguments and its
@@ -34,7 +34,7 @@ func TestTheDLQJobsCommandRuns(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	cfg, err := config.Load([]string{"--downstream-url", "http://127.0.0.1:1/reads", "--replicas", "1"}, nil)
 	require.NoError(t, err)
-	_, err = stream.Ensure(t.Context(), js, service.Topology(cfg))
+	_, err = topology.Ensure(t.Context(), js, service.Topology(cfg))
 	require.NoError(t, err)
 
 	env := map[string]string{}

@@ -16,7 +16,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/simengine"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 var heldRe = regexp.MustCompile(`(?m)^meter_consumer_retry_held(?:\{[^}]*\})? (\S+)$`)
@@ -44,7 +44,7 @@ func TestAStopWithAFullParkEndsInsideTheStopBudget(t *testing.T) {
 		"--shutdown-timeout", shutdown.String()}
 	cfg, err := config.Load(args, nil)
 	require.NoError(t, err)
-	_, err = stream.Ensure(t.Context(), js, service.Topology(cfg))
+	_, err = topology.Ensure(t.Context(), js, service.Topology(cfg))
 	require.NoError(t, err)
 	// The reads are there before the process starts: its first pull takes a
 	// whole batch.

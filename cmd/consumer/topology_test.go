@@ -13,7 +13,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
 	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // A durable paused by an operator delivers nothing: the process says so
@@ -76,7 +76,7 @@ func TestAnInterestDeadLetterStreamStopsStartUp(t *testing.T) {
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	topo := service.Topology(must(config.Load([]string{"--nats-url", s.ClientURL(), "--replicas", "1", "--downstream-url", "http://127.0.0.1:1/reads"}, nil)))
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	require.NoError(t, js.DeleteStream(t.Context(), topo.DLQStream))
 	cfg := topo.DLQStreamConfig()

@@ -12,7 +12,7 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // subject is where benchmark reads are published.
@@ -24,12 +24,12 @@ type env struct {
 	url  string
 	nc   *nats.Conn
 	js   jetstream.JetStream
-	topo stream.Topology
+	topo topology.Topology
 }
 
 // productionTopology is the topology the binary uses with its defaults:
 // AckWait 30s, MaxAckPending 10000.
-func productionTopology() stream.Topology { return service.Topology(config.Default()) }
+func productionTopology() topology.Topology { return service.Topology(config.Default()) }
 
 func newEnv(url string) (*env, error) {
 	nc, err := nats.Connect(url, nats.Name("bench-control"))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // TestHTTPFactors is a diagnostic, not a test: it asserts nothing and runs
@@ -73,10 +74,10 @@ func TestHTTPFactors(t *testing.T) {
 	type variant struct {
 		name  string
 		url   string
-		build func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error)
+		build func(js jetstream.JetStream, topo topology.Topology, url string) (stream.Options, error)
 		pub   bool // publish during
 	}
-	base := func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
+	base := func(js jetstream.JetStream, topo topology.Topology, url string) (stream.Options, error) {
 		sink, err := httpSink(url)
 		if err != nil {
 			return stream.Options{}, err
@@ -84,8 +85,8 @@ func TestHTTPFactors(t *testing.T) {
 		o, _, err := productionOptions(ctx, js, topo, sink, prometheus.NewRegistry(), false, 1)
 		return o, err
 	}
-	with := func(f func(*stream.Options)) func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
-		return func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
+	with := func(f func(*stream.Options)) func(js jetstream.JetStream, topo topology.Topology, url string) (stream.Options, error) {
+		return func(js jetstream.JetStream, topo topology.Topology, url string) (stream.Options, error) {
 			o, err := base(js, topo, url)
 			f(&o)
 			return o, err
@@ -94,14 +95,14 @@ func TestHTTPFactors(t *testing.T) {
 	only := os.Getenv("BENCH_HTTP_FACTORS_ONLY")
 	vs := []variant{
 		{"production options, limit off (the reference)", re.URL, base, false},
-		{"no breaker, no records (pipelineOptions)", re.URL, func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
+		{"no breaker, no records (pipelineOptions)", re.URL, func(js jetstream.JetStream, topo topology.Topology, url string) (stream.Options, error) {
 			sink, err := httpSink(url)
 			if err != nil {
 				return stream.Options{}, err
 			}
 			return pipelineOptions(js, topo, sink, 0), nil
 		}, false},
-		{"adaptive limit on", re.URL, func(js jetstream.JetStream, topo stream.Topology, url string) (stream.Options, error) {
+		{"adaptive limit on", re.URL, func(js jetstream.JetStream, topo topology.Topology, url string) (stream.Options, error) {
 			sink, err := httpSink(url)
 			if err != nil {
 				return stream.Options{}, err

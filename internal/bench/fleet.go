@@ -18,6 +18,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // maxReplicas bounds a fleet: each replica is a connection, 32 workers and
@@ -29,7 +30,7 @@ const maxReplicas = 64
 // dead-letter duplicate window, and, when adaptive, the adaptive limit and
 // the retry budget (returned too). Its metrics go on reg, its random sources
 // are seeded from seed.
-func productionOptions(ctx context.Context, js jetstream.JetStream, topo stream.Topology, sink boundedSink,
+func productionOptions(ctx context.Context, js jetstream.JetStream, topo topology.Topology, sink boundedSink,
 	reg *prometheus.Registry, adaptive bool, seed uint64) (stream.Options, *limit.Limiter, error) {
 	o := pipelineOptions(js, topo, sink, 0)
 	o.Metrics = stream.NewMetrics(reg)

@@ -20,6 +20,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // The pprof label that says which side a goroutine works for, so a CPU
@@ -72,7 +73,7 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 // the overhead row add it): real metrics on a fresh registry, a JSON logger
 // at info writing nowhere, a 10s stop. pull 0 keeps the default
 // (stream.AutoPullBatch).
-func pipelineOptions(js jetstream.JetStream, topo stream.Topology, sink boundedSink, pull int) stream.Options {
+func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink boundedSink, pull int) stream.Options {
 	o := service.PipelineOptions(config.Default())
 	o.Breaker = nil
 	o.PullBatch, o.AckWait, o.ShutdownTimeout = pull, topo.AckWait, 10*time.Second

@@ -15,7 +15,7 @@ import (
 // The caller adds what the server and the process give: the sink, the
 // dead-letterer, the records and the dead-letter window, the metrics, the
 // logger, the random source, the limit and the budget ([Controls]), and the
-// durable's own AckWait and PullBatch when they differ (see stream.Setup).
+// durable's own AckWait and PullBatch when they differ (see topology.Setup).
 func PipelineOptions(cfg config.Config) stream.Options {
 	return stream.Options{
 		Policy:          cfg.Retry.Policy(),

@@ -18,6 +18,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // The binary's effective defaults are config.Default()'s: what the wiring
@@ -108,10 +109,10 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 			_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "http://127.0.0.1:1/reads", Timeout: cfg.Downstream.Timeout, Access: a})
 			return err
 		}},
-		{"stream.Topology.DLQDuplicates", func() error {
+		{"topology.Topology.DLQDuplicates", func() error {
 			topo := service.Topology(cfg)
 			topo.DLQDuplicates = 0
-			_, err := stream.Ensure(t.Context(), js, topo)
+			_, err := topology.Ensure(t.Context(), js, topo)
 			return err
 		}},
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // Deps are what the caller injects.
@@ -42,9 +43,18 @@ const DrainTimeout = 5 * time.Second
 // (jittered ±50%, shared by every scrape).
 const LagInterval = 15 * time.Second
 
-// Topology returns the stream topology the configuration describes.
-func Topology(cfg config.Config) stream.Topology {
-	return stream.Topology{
+// switches are the binary's flags, as topology's messages name them where
+// they say the fix.
+var switches = topology.Switches{
+	Create:     config.Flag("stream.create"),
+	Reconcile:  config.Flag("stream.reconcile"),
+	OneReplica: config.Flag("stream.replicas") + " 1, " + config.Env("stream.replicas") + "=1",
+}
+
+// Topology returns the stream topology the configuration describes, its
+// messages naming the binary's flags where they say the fix.
+func Topology(cfg config.Config) topology.Topology {
+	return topology.Topology{
 		Stream: cfg.Stream.Name, Subjects: cfg.Stream.Subjects, Durable: cfg.Consumer.Durable,
 		MaxAge: cfg.Stream.MaxAge, MaxBytes: int64(cfg.Stream.MaxBytes),
 		DLQStream: cfg.DLQ.Stream, DLQPrefix: cfg.DLQ.Prefix, DLQDuplicates: cfg.DLQ.Duplicates,
@@ -52,6 +62,7 @@ func Topology(cfg config.Config) stream.Topology {
 		Replicas: cfg.Stream.Replicas, AckWait: cfg.Consumer.AckWait, MaxAckPending: cfg.Consumer.MaxAckPending,
 		Reconcile: cfg.Stream.Reconcile,
 		PullBatch: cfg.Consumer.PullBatch, Concurrency: cfg.Consumer.Concurrency, HandlerTimeout: cfg.Consumer.HandlerTimeout,
+		Switches: switches,
 	}
 }
 
@@ -208,17 +219,17 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 // waiting while one is missing or JetStream does not answer, the reason on
 // /readyz. A durable the service cannot run on is returned at once: waiting
 // will not change it.
-func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, create bool, maxWait time.Duration,
-	rnd retry.Source, log *slog.Logger, ready *readiness) (*stream.Setup, error) {
+func setUp(ctx context.Context, js jetstream.JetStream, topo topology.Topology, create bool, maxWait time.Duration,
+	rnd retry.Source, log *slog.Logger, ready *readiness) (*topology.Setup, error) {
 	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
 	for attempt := uint64(1); ; attempt++ {
 		ready.set(WhyStreams, "looking up the streams")
-		var set *stream.Setup
+		var set *topology.Setup
 		var err error
 		if create {
-			set, err = stream.Ensure(ctx, js, topo)
+			set, err = topology.Ensure(ctx, js, topo)
 		} else {
-			set, err = stream.Lookup(ctx, js, topo)
+			set, err = topology.Lookup(ctx, js, topo)
 		}
 		if err == nil {
 			for _, w := range set.Warnings {
@@ -233,7 +244,7 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo stream.Topology, cr
 			}
 			return set, nil
 		}
-		if errors.Is(err, stream.ErrMismatch) || ctx.Err() != nil {
+		if errors.Is(err, topology.ErrMismatch) || ctx.Err() != nil {
 			return nil, err
 		}
 		wait := policy.Delay(attempt, rnd)

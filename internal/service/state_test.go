@@ -17,7 +17,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // series returns the value of every series of the metric family name that
@@ -124,7 +124,7 @@ func TestConsumingStateFromStart(t *testing.T) {
 	require.Eventually(t, state(0, service.WhyStreams), wait, tick, "NATS answers, the stream is missing: streams")
 
 	_, js := natstest.Connect(t, s)
-	_, err = stream.Ensure(t.Context(), js, service.Topology(cfg))
+	_, err = topology.Ensure(t.Context(), js, service.Topology(cfg))
 	require.NoError(t, err)
 	require.Eventually(t, state(1, ""), wait, tick, "the stream is there: consuming")
 	assert.Equal(t, map[string]float64{"event=disconnected": 0, "event=reconnected": 0},

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // topologyMetrics say what the server keeps of what the service bills
@@ -54,7 +54,7 @@ func (m *topologyMetrics) paused(now time.Time) bool {
 // server (Jepsen found acknowledged writes lost even at R3 with the
 // default sync interval: see docs/OPERATIONS.md, Durability), and a paused
 // durable; and sets the metrics.
-func reportTopology(set *stream.Setup, topo stream.Topology, embedded bool, m *topologyMetrics, log *slog.Logger) {
+func reportTopology(set *topology.Setup, topo topology.Topology, embedded bool, m *topologyMetrics, log *slog.Logger) {
 	for i, n := range []int{set.Replicas.Stream, set.Replicas.DeadLetter, set.Replicas.Records} {
 		m.replicas.WithLabelValues(replicaRoles[i]).Set(float64(n))
 		if n == 1 && !embedded {
@@ -73,7 +73,7 @@ func reportTopology(set *stream.Setup, topo stream.Topology, embedded bool, m *t
 
 // pausedReason is what /readyz says while the durable is paused ("" once
 // it is not).
-func pausedReason(set *stream.Setup, topo stream.Topology, m *topologyMetrics, now time.Time) string {
+func pausedReason(set *topology.Setup, topo topology.Topology, m *topologyMetrics, now time.Time) string {
 	if !m.paused(now) {
 		return ""
 	}
@@ -81,6 +81,6 @@ func pausedReason(set *stream.Setup, topo stream.Topology, m *topologyMetrics, n
 		topo.Durable, set.PausedUntil.UTC().Format(time.RFC3339), resumeCommand(topo))
 }
 
-func resumeCommand(topo stream.Topology) string {
+func resumeCommand(topo topology.Topology) string {
 	return fmt.Sprintf("nats consumer resume %s %s", topo.Stream, topo.Durable)
 }

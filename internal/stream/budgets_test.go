@@ -13,7 +13,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 func keyOf(i int) string { return fmt.Sprintf("MTR-%d@2026-11-30T06:%02d:00Z", i, i%60) }
@@ -124,7 +124,7 @@ func TestAReadPastItsAgeIsExpired(t *testing.T) {
 // left to wait out the ack wait in the client buffer: none is redelivered.
 func TestReadsWaitingForAWorkerAreKeptAlive(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, nil, func(topo *stream.Topology) { topo.AckWait = 2 * time.Second })
+	e := newEnvWith(t, nil, func(topo *topology.Topology) { topo.AckWait = 2 * time.Second })
 	e.re.setLatency(250 * time.Millisecond)
 	o := e.options(74)
 	o.Concurrency, o.PullBatch, o.HandlerTimeout = 8, 8, 1500*time.Millisecond

@@ -21,12 +21,10 @@
 // was read at (ErrRecordConflict: read again, apply again), and never
 // written over a record that could not be read.
 //
-// It is the one package that touches jetstream.Msg. Setup (Ensure, Lookup)
-// creates or checks the streams, the records bucket and the consumer (see
-// checkDurable and findings.go for what is checked, and converge for what
-// --reconcile changes). Consumer.Run returns ErrConsumeStopped when the
-// server ended the subscription; Ensure and Lookup wrap ErrMissing, and
-// ErrMismatch for what the service cannot run on (each problem named with
-// its setting and fix), and the jetstream sentinels. Metrics lists every metric.
+// It is the one package that touches jetstream.Msg. It runs on what
+// package topology finds or creates on the server (the streams, the
+// records bucket and the durable); it does not make them. Consumer.Run
+// returns ErrConsumeStopped when the server ended the subscription.
+// Metrics lists every metric.
 // A Consumer is safe for concurrent use; Run is called once.
 package stream

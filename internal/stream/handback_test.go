@@ -14,6 +14,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // A read whose last attempt is cut short by the stop's deadline is handed
@@ -110,7 +111,7 @@ func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
 			return http.StatusServiceUnavailable, http.Header{"Retry-After": {strconv.Itoa(int(retryAfter / time.Second))}}
 		}
 		return http.StatusOK, nil
-	}, func(topo *stream.Topology) { topo.AckWait = 2 * time.Second })
+	}, func(topo *topology.Topology) { topo.AckWait = 2 * time.Second })
 	slowKey := "MTR-2@2026-11-30T06:02:00Z"
 	e.re.setDelay(func(n int, key string) time.Duration {
 		if key == slowKey {

@@ -22,6 +22,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // call is one request the downstream saw.
@@ -107,17 +108,17 @@ type env struct {
 	t    *testing.T
 	nc   *nats.Conn
 	js   jetstream.JetStream
-	topo stream.Topology
+	topo topology.Topology
 	cons jetstream.Consumer
-	set  *stream.Setup
+	set  *topology.Setup
 	re   *rateEngine
 	reg  *prometheus.Registry
 	m    *stream.Metrics
 	logs *logRecorder
 }
 
-func testTopology() stream.Topology {
-	return stream.Topology{
+func testTopology() topology.Topology {
+	return topology.Topology{
 		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer",
 		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq", DLQDuplicates: 20 * time.Minute,
 		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000,
@@ -131,7 +132,7 @@ func newEnv(t *testing.T, answer func(n int, key string) (int, http.Header)) *en
 }
 
 // newEnvWith is newEnv with the topology changed by change first.
-func newEnvWith(t *testing.T, answer func(n int, key string) (int, http.Header), change func(*stream.Topology)) *env {
+func newEnvWith(t *testing.T, answer func(n int, key string) (int, http.Header), change func(*topology.Topology)) *env {
 	t.Helper()
 	s := natstest.Run(t)
 	nc, js := natstest.Connect(t, s)
@@ -139,7 +140,7 @@ func newEnvWith(t *testing.T, answer func(n int, key string) (int, http.Header),
 	if change != nil {
 		change(&topo)
 	}
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	return &env{t: t, nc: nc, js: js, topo: topo, cons: set.Consumer, set: set, re: newRateEngine(t, answer),

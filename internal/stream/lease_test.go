@@ -19,6 +19,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // cutDialer dials the server until cut: then it closes the connection it
@@ -64,7 +65,7 @@ func TestAReplicaCutOffPastTheAckWaitDoesNotNakAnotherReplicasDelivery(t *testin
 			return http.StatusServiceUnavailable, http.Header{"Retry-After": []string{"4"}}
 		}
 		return http.StatusOK, nil
-	}, func(topo *stream.Topology) { topo.AckWait = 3 * time.Second })
+	}, func(topo *topology.Topology) { topo.AckWait = 3 * time.Second })
 	e.re.setDelay(func(n int, _ string) time.Duration {
 		if n == 2 {
 			return 1500 * time.Millisecond

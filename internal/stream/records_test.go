@@ -20,6 +20,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // storedRecord is a record as the bucket holds it, for the tests to read
@@ -81,7 +82,7 @@ func TestReadsOfARecreatedStreamAreNotSettledByTheOldReadsRecords(t *testing.T) 
 
 	require.NoError(t, e.js.DeleteStream(t.Context(), e.topo.Stream))
 	recreated.Store(true)
-	set, err := stream.Ensure(t.Context(), e.js, e.topo)
+	set, err := topology.Ensure(t.Context(), e.js, e.topo)
 	require.NoError(t, err)
 	e.set, e.cons = set, set.Consumer
 	e.start(e.options(72))
@@ -121,7 +122,7 @@ func TestAHandBackDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 	}
 	s := natstest.Start(t, opts)
 	_, admin := natstest.Connect(t, s, nats.UserInfo("admin", "admin"))
-	set, err := stream.Ensure(t.Context(), admin, topo)
+	set, err := topology.Ensure(t.Context(), admin, topo)
 	require.NoError(t, err)
 	nc, js := natstest.Connect(t, s, nats.UserInfo("consumer", "consumer"))
 	kv, err := js.KeyValue(t.Context(), topo.Bucket())
@@ -254,7 +255,7 @@ func TestARecreatedDurableDoesNotCopyADeadLetteredReadTwice(t *testing.T) {
 	stop()
 
 	require.NoError(t, e.js.DeleteConsumer(t.Context(), e.topo.Stream, e.topo.Durable))
-	set, err := stream.Ensure(t.Context(), e.js, e.topo)
+	set, err := topology.Ensure(t.Context(), e.js, e.topo)
 	require.NoError(t, err)
 	e.set, e.cons = set, set.Consumer
 	// The dead-letter stream's duplicate window forgets the copy's id (a

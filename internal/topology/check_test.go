@@ -1,4 +1,4 @@
-package stream_test
+package topology_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/natstest"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // made starts a server, lets Ensure make the whole topology, and returns
 // the JetStream context for a test to change what it made.
-func made(t *testing.T, topo stream.Topology) jetstream.JetStream {
+func made(t *testing.T, topo topology.Topology) jetstream.JetStream {
 	t.Helper()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	return js
 }
@@ -42,7 +42,7 @@ func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.S
 
 // A dead-letter stream that would lose or replace copies JetStream already
 // confirmed (their reads were TERMed after) is refused at start, naming
-// the setting and the fix; --reconcile changes what the server can change
+// the setting and the fix; Reconcile changes what the server can change
 // and still refuses what it cannot.
 func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 	t.Parallel()
@@ -79,39 +79,39 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 			tt.change(&cfg)
 			remake(t, js, cfg)
 
-			for _, setup := range []func() (*stream.Setup, error){
-				func() (*stream.Setup, error) { return stream.Lookup(t.Context(), js, topo) },
-				func() (*stream.Setup, error) { return stream.Ensure(t.Context(), js, topo) },
+			for _, setup := range []func() (*topology.Setup, error){
+				func() (*topology.Setup, error) { return topology.Lookup(t.Context(), js, topo) },
+				func() (*topology.Setup, error) { return topology.Ensure(t.Context(), js, topo) },
 			} {
 				_, err := setup()
-				require.ErrorIs(t, err, stream.ErrMismatch)
+				require.ErrorIs(t, err, topology.ErrMismatch)
 				assert.ErrorContains(t, err, "dead-letter stream METER_READS_DLQ: ")
 				assert.ErrorContains(t, err, tt.want)
 			}
 			topo.Reconcile = true
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			set, err := stream.Lookup(ctx, js, topo)
+			set, err := topology.Lookup(ctx, js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with Reconcile")
 				assert.ErrorContains(t, err, tt.want)
 				assert.ErrorContains(t, err, "the server cannot change")
 				return
 			}
 			require.NoError(t, err)
 			tt.wantAfter(t, streamConfig(t, js, topo.DLQStream))
-			require.Len(t, set.Reconciled, 1, "what --reconcile changed is said")
+			require.Len(t, set.Reconciled, 1, "what Reconcile changed is said")
 			assert.Contains(t, set.Reconciled[0], "dead-letter stream METER_READS_DLQ: "+tt.want)
-			set, err = stream.Lookup(t.Context(), js, topo)
+			set, err = topology.Lookup(t.Context(), js, topo)
 			require.NoError(t, err)
 			assert.Empty(t, set.Reconciled, "converged: a second start changes nothing")
 		})
 	}
 }
 
-// --reconcile against a source stream whose retention the server cannot
+// Reconcile against a source stream whose retention the server cannot
 // change (work queue) is one clear refusal, not an UpdateStream repeated
-// until the stack overflows; without --reconcile it is a warning, as every
+// until the stack overflows; without Reconcile it is a warning, as every
 // difference in the source stream is.
 func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	t.Parallel()
@@ -123,7 +123,7 @@ func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Contains(t, set.Warnings, "stream METER_READS: retention is WorkQueue, not Limits (left as it is; the server cannot change it)")
 	assert.Len(t, set.Warnings, 1)
@@ -131,15 +131,15 @@ func TestReconcileRefusesWhatTheServerCannotChange(t *testing.T) {
 	topo.Reconcile = true
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err = stream.Ensure(ctx, js, topo)
-	require.ErrorIs(t, err, stream.ErrMismatch)
+	_, err = topology.Ensure(ctx, js, topo)
+	require.ErrorIs(t, err, topology.ErrMismatch)
 	assert.NoError(t, ctx.Err(), "refused at once, not after calling UpdateStream until the deadline")
 	assert.ErrorContains(t, err, "stream METER_READS: ")
 	assert.ErrorContains(t, err, "retention is WorkQueue, not Limits: the server cannot change a retention to or from work queue")
 	assert.Equal(t, jetstream.WorkQueuePolicy, streamConfig(t, js, topo.Stream).Retention)
 }
 
-// --reconcile sets the ack wait its own error message recommends
+// Reconcile sets the ack wait its own error message recommends
 // (consumer.handler_timeout must be shorter than the durable's ack wait:
 // "--reconcile sets it to consumer.ack_wait"), and max ack pending with it.
 func TestReconcileSetsTheAckWait(t *testing.T) {
@@ -149,22 +149,22 @@ func TestReconcileSetsTheAckWait(t *testing.T) {
 	mine.AckWait, mine.MaxAckPending = 2*time.Second, 500
 	js := made(t, mine)
 
-	set, err := stream.Lookup(t.Context(), js, topo)
+	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
-	assert.Equal(t, 2*time.Second, set.AckWait, "without --reconcile the durable's own is followed")
+	assert.Equal(t, 2*time.Second, set.AckWait, "without Reconcile the durable's own is followed")
 
 	topo.Reconcile = true
-	set, err = stream.Lookup(t.Context(), js, topo)
+	set, err = topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, topo.AckWait, set.AckWait)
 	assert.Equal(t, topo.MaxAckPending, set.MaxAckPending)
 	assert.Equal(t, topo.AckWait, set.Consumer.CachedInfo().Config.AckWait)
-	assert.Equal(t, []string{"consumer meter-consumer on stream METER_READS: ack wait 2s and max ack pending 500 set to 5s and 10000 (changed by --reconcile)"},
+	assert.Equal(t, []string{"consumer meter-consumer on stream METER_READS: ack wait 2s and max ack pending 500 set to 5s and 10000 (changed by reconciling)"},
 		set.Reconciled)
 }
 
 // A paused durable delivers nothing until its pause ends: setup says until
-// when, for the log and /readyz; --reconcile leaves the pause (an
+// when, for the log and /readyz; Reconcile leaves the pause (an
 // operator's act, not a setting).
 func TestAPausedDurableIsSaidSo(t *testing.T) {
 	t.Parallel()
@@ -176,13 +176,13 @@ func TestAPausedDurableIsSaidSo(t *testing.T) {
 
 	for _, reconcile := range []bool{false, true} {
 		topo.Reconcile = reconcile
-		set, err := stream.Lookup(t.Context(), js, topo)
+		set, err := topology.Lookup(t.Context(), js, topo)
 		require.NoError(t, err)
 		assert.True(t, until.Equal(set.PausedUntil), "paused until %s, got %s", until, set.PausedUntil)
 	}
 	ci, err := js.Consumer(t.Context(), topo.Stream, topo.Durable)
 	require.NoError(t, err)
-	assert.True(t, ci.CachedInfo().Paused, "still paused after --reconcile")
+	assert.True(t, ci.CachedInfo().Paused, "still paused after Reconcile")
 }
 
 // The records bucket keeps a read's hand-backs and dead-letter decision
@@ -199,7 +199,7 @@ func TestTheRecordsTTLFollowsTheStreamsOwnMaxAge(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 
-	_, err = stream.Ensure(t.Context(), js, topo)
+	_, err = topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	kv, err := js.KeyValue(t.Context(), topo.Bucket())
 	require.NoError(t, err)
@@ -210,7 +210,7 @@ func TestTheRecordsTTLFollowsTheStreamsOwnMaxAge(t *testing.T) {
 
 // A records bucket that forgets a record while its read can still be in
 // the stream, or never forgets one, or keeps them in memory, is refused;
-// --reconcile fixes what the server can change.
+// Reconcile fixes what the server can change.
 func TestTheRecordsBucketIsChecked(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -230,7 +230,7 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 		{"memory storage", func(c *jetstream.KeyValueConfig) { c.Storage = jetstream.MemoryStorage },
 			"storage is Memory", "", false, nil},
 		{"history", func(c *jetstream.KeyValueConfig) { c.History = 5 },
-			"", "records bucket METER_READS_meter-consumer_records: history is 5, not 1 (left as it is; --reconcile would change it)", true,
+			"", "records bucket METER_READS_meter-consumer_records: history is 5, not 1 (left as it is; reconciling would change it)", true,
 			func(t *testing.T, s jetstream.KeyValueStatus) { assert.Equal(t, int64(1), s.History()) }},
 	}
 	for _, tt := range tests {
@@ -245,9 +245,9 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 			_, err := js.CreateKeyValue(t.Context(), cfg)
 			require.NoError(t, err)
 
-			set, err := stream.Lookup(t.Context(), js, topo)
+			set, err := topology.Lookup(t.Context(), js, topo)
 			if tt.want != "" {
-				require.ErrorIs(t, err, stream.ErrMismatch)
+				require.ErrorIs(t, err, topology.ErrMismatch)
 				assert.ErrorContains(t, err, "records bucket METER_READS_meter-consumer_records: ")
 				assert.ErrorContains(t, err, tt.want)
 			} else {
@@ -257,9 +257,9 @@ func TestTheRecordsBucketIsChecked(t *testing.T) {
 			topo.Reconcile = true
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			_, err = stream.Lookup(ctx, js, topo)
+			_, err = topology.Lookup(ctx, js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with Reconcile")
 				assert.ErrorContains(t, err, "the server cannot change")
 				return
 			}
@@ -281,15 +281,15 @@ func TestReplicasTheServerCannotMakeAreNamed(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
 	topo.Replicas = 3
-	_, err := stream.Ensure(t.Context(), js, topo)
-	require.ErrorIs(t, err, stream.ErrMismatch)
+	_, err := topology.Ensure(t.Context(), js, topo)
+	require.ErrorIs(t, err, topology.ErrMismatch)
 	assert.ErrorContains(t, err, "create stream METER_READS: ")
 	assert.ErrorContains(t, err, "stream.replicas is 3 and the server is not clustered")
-	assert.ErrorContains(t, err, "setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1)")
+	assert.ErrorContains(t, err, "or accept a single copy by setting stream.replicas to 1: ")
 }
 
 // A source stream that drops a subject's older reads past a count is
-// warned of (settled or not, they are gone); --reconcile lifts the limit.
+// warned of (settled or not, they are gone); Reconcile lifts the limit.
 func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
@@ -300,12 +300,12 @@ func TestASourceStreamsPerSubjectLimitIsWarned(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"stream METER_READS: max msgs per subject is 5, not unlimited: the server deletes the older messages of a subject past it, settled or not (left as it is; --reconcile would change it)"},
+	assert.Equal(t, []string{"stream METER_READS: max msgs per subject is 5, not unlimited: the server deletes the older messages of a subject past it, settled or not (left as it is; reconciling would change it)"},
 		set.Warnings)
 	topo.Reconcile = true
-	_, err = stream.Lookup(t.Context(), js, topo)
+	_, err = topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1), streamConfig(t, js, topo.Stream).MaxMsgsPerSubject)
 }
@@ -320,7 +320,7 @@ func TestDiscardOldWithoutALimitIsAWarning(t *testing.T) {
 	cfg.Discard = jetstream.DiscardOld
 	remake(t, js, cfg)
 
-	set, err := stream.Lookup(t.Context(), js, topo)
+	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)"}, set.Warnings)
+	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; reconciling would change it)"}, set.Warnings)
 }

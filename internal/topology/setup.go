@@ -1,4 +1,4 @@
-package stream
+package topology
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // Topology names the streams, the durable consumer and the records bucket
@@ -25,14 +27,14 @@ type Topology struct {
 	DLQMaxBytes   int64         // a created dead-letter stream's max bytes (<= 0: none)
 
 	// RecordsBucket is the key-value bucket of the reads' records (see
-	// Record); "" derives it from the stream and the durable.
+	// stream.Record); "" derives it from the stream and the durable.
 	RecordsBucket string
 
 	Replicas      int           // stream and consumer replicas when created
 	AckWait       time.Duration // consumer AckWait
 	MaxAckPending int           // consumer MaxAckPending
 
-	// PullBatch is consumer.pull_batch (0: AutoPullBatch of Concurrency,
+	// PullBatch is consumer.pull_batch (0: stream.AutoPullBatch of Concurrency,
 	// HandlerTimeout and the durable's ack wait): the durable must let a
 	// pull ask for that many reads.
 	PullBatch      int
@@ -43,6 +45,10 @@ type Topology struct {
 	// settings differ from these, instead of refusing to start (durable) or
 	// warning (streams).
 	Reconcile bool
+
+	// Switches name, in the messages, how a person asks the caller to
+	// create, to reconcile or to keep one copy.
+	Switches Switches
 }
 
 // ErrMissing wraps a stream, consumer or bucket that does not exist while
@@ -63,7 +69,7 @@ const MinDLQDuplicates = 10 * time.Minute
 // follow because they are the server's, not the configuration's.
 type Setup struct {
 	Consumer jetstream.Consumer
-	Records  KVRecords
+	Records  stream.KVRecords
 	// AckWait and MaxAckPending are the durable's own.
 	AckWait       time.Duration
 	MaxAckPending int
@@ -83,7 +89,7 @@ type Setup struct {
 	// Replicas are the source stream's, the dead-letter stream's and the
 	// records bucket's.
 	Replicas Replicas
-	// Reconciled says what --reconcile changed, one line each; log each
+	// Reconciled says what Reconcile changed, one line each; log each
 	// once.
 	Reconciled []string
 	// Warnings are differences between existing streams and the settings
@@ -205,7 +211,7 @@ func Lookup(ctx context.Context, js jetstream.JetStream, t Topology) (*Setup, er
 
 func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool) (*Setup, error) {
 	if t.DLQDuplicates < MinDLQDuplicates {
-		return nil, fmt.Errorf("stream: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
+		return nil, fmt.Errorf("topology: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
 	}
 	s := &Setup{}
 	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, streamFindings, s)
@@ -223,7 +229,7 @@ func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool)
 	if err != nil {
 		return nil, err
 	}
-	s.Records = KVRecords{KV: kv}
+	s.Records = stream.KVRecords{KV: kv}
 	s.Replicas = Replicas{Stream: src.Config.Replicas, DeadLetter: dl.Config.Replicas, Records: replicas}
 	cons, err := t.durable(ctx, js, src.Config.Subjects, create, s)
 	if err != nil {
@@ -245,11 +251,11 @@ func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetst
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound) && create:
 		if st, err = js.CreateStream(ctx, want); err != nil {
-			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, replicasRefused(err, want.Replicas))
+			return nil, fmt.Errorf("create %s %s: %w", what, want.Name, t.replicasRefused(err, want.Replicas))
 		}
 		return st.CachedInfo(), nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, fmt.Errorf("%s %s: %w (create it, or start with --create-streams): %w", what, want.Name, ErrMissing, err)
+		return nil, fmt.Errorf("%s %s: %w (create it%s): %w", what, want.Name, ErrMissing, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, fmt.Errorf("look up %s %s: %w", what, want.Name, err)
 	}
@@ -266,12 +272,12 @@ func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, streamMaxA
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound) && create:
 		if kv, err = js.CreateKeyValue(ctx, cfg); err != nil {
-			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, replicasRefused(err, cfg.Replicas))
+			return nil, 0, fmt.Errorf("create records bucket %s: %w", cfg.Bucket, t.replicasRefused(err, cfg.Replicas))
 		}
 		return kv, cfg.Replicas, nil
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		return nil, 0, fmt.Errorf("records bucket %s: %w (create it with `nats kv add %s --history 1 --ttl %s`, or start with --create-streams): %w",
-			cfg.Bucket, ErrMissing, cfg.Bucket, cfg.TTL, err)
+		return nil, 0, fmt.Errorf("records bucket %s: %w (create it with `nats kv add %s --history 1 --ttl %s`%s): %w",
+			cfg.Bucket, ErrMissing, cfg.Bucket, cfg.TTL, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, 0, fmt.Errorf("look up records bucket %s: %w", cfg.Bucket, err)
 	}
@@ -299,23 +305,23 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && create:
 		if cons, err = js.CreateConsumer(ctx, t.Stream, want); err != nil {
-			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, replicasRefused(err, want.Replicas))
+			return nil, fmt.Errorf("create consumer %s on stream %s: %w", t.Durable, t.Stream, t.replicasRefused(err, want.Replicas))
 		}
 		return cons, nil
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, fmt.Errorf("consumer %s on stream %s: %w (create it, or start with --create-streams): %w", t.Durable, t.Stream, ErrMissing, err)
+		return nil, fmt.Errorf("consumer %s on stream %s: %w (create it%s): %w", t.Durable, t.Stream, ErrMissing, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, fmt.Errorf("look up consumer %s on stream %s: %w", t.Durable, t.Stream, err)
 	}
 	have := cons.CachedInfo().Config
-	fixable, fatal := checkDurable(have, want, streamSubjects, t.pullBatch(have.AckWait))
+	fixable, fatal := checkDurable(have, want, streamSubjects, t.pullBatch(have.AckWait), t.Switches)
 	if len(fatal) > 0 {
 		return nil, fmt.Errorf("consumer %s on stream %s: %w: %s", t.Durable, t.Stream, ErrMismatch, joinProblems(append(fatal, fixable...)))
 	}
 	if !t.Reconcile {
 		if len(fixable) > 0 {
-			return nil, fmt.Errorf("consumer %s on stream %s: %w: %s; or start with --reconcile to update the durable",
-				t.Durable, t.Stream, ErrMismatch, joinProblems(fixable))
+			return nil, fmt.Errorf("consumer %s on stream %s: %w: %s; or %s to update the durable",
+				t.Durable, t.Stream, ErrMismatch, joinProblems(fixable), t.Switches.toReconcile())
 		}
 		return cons, nil
 	}
@@ -327,20 +333,21 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 		return nil, fmt.Errorf("reconcile consumer %s on stream %s (%s): %w", t.Durable, t.Stream, joinProblems(fixable), err)
 	}
 	for _, f := range fixable {
-		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: %s (changed by --reconcile)", t.Durable, t.Stream, f))
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: %s (changed by %s)", t.Durable, t.Stream, f, t.Switches.reconciler()))
 	}
 	if have.AckWait != want.AckWait || have.MaxAckPending != want.MaxAckPending {
-		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: ack wait %s and max ack pending %d set to %s and %d (changed by --reconcile)",
-			t.Durable, t.Stream, have.AckWait, have.MaxAckPending, want.AckWait, want.MaxAckPending))
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("consumer %s on stream %s: ack wait %s and max ack pending %d set to %s and %d (changed by %s)",
+			t.Durable, t.Stream, have.AckWait, have.MaxAckPending, want.AckWait, want.MaxAckPending, t.Switches.reconciler()))
 	}
 	return cons, nil
 }
 
 // pullBatch is how many reads one pull asks for on a durable of the given
-// ack wait: consumer.pull_batch, or AutoPullBatch, as the Consumer takes it.
+// ack wait: consumer.pull_batch, or stream.AutoPullBatch, as the
+// stream.Consumer takes it.
 func (t Topology) pullBatch(ackWait time.Duration) int {
 	if t.PullBatch > 0 {
 		return t.PullBatch
 	}
-	return AutoPullBatch(t.Concurrency, t.HandlerTimeout, ackWait)
+	return stream.AutoPullBatch(t.Concurrency, t.HandlerTimeout, ackWait)
 }

@@ -1,4 +1,4 @@
-package stream_test
+package topology_test
 
 import (
 	"testing"
@@ -10,10 +10,11 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // A durable an operator made with settings the service cannot keep its
-// promises on is refused, naming the field and the fix; --reconcile
+// promises on is refused, naming the field and the fix; Reconcile
 // updates it. Settings the server cannot change are refused either way.
 func TestAnExistingDurableIsChecked(t *testing.T) {
 	t.Parallel()
@@ -60,7 +61,7 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			s := natstest.Run(t)
 			_, js := natstest.Connect(t, s)
 			topo := testTopology()
-			_, err := stream.Ensure(t.Context(), js, topo)
+			_, err := topology.Ensure(t.Context(), js, topo)
 			require.NoError(t, err)
 			require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
 			cfg := topo.ConsumerConfig()
@@ -69,18 +70,18 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
 			require.NoError(t, err)
 
-			for _, setup := range []func() (*stream.Setup, error){
-				func() (*stream.Setup, error) { return stream.Lookup(t.Context(), js, topo) },
-				func() (*stream.Setup, error) { return stream.Ensure(t.Context(), js, topo) },
+			for _, setup := range []func() (*topology.Setup, error){
+				func() (*topology.Setup, error) { return topology.Lookup(t.Context(), js, topo) },
+				func() (*topology.Setup, error) { return topology.Ensure(t.Context(), js, topo) },
 			} {
 				_, err = setup()
-				require.ErrorIs(t, err, stream.ErrMismatch)
+				require.ErrorIs(t, err, topology.ErrMismatch)
 				assert.ErrorContains(t, err, tt.want)
 			}
 			topo.Reconcile = true
-			set, err := stream.Lookup(t.Context(), js, topo)
+			set, err := topology.Lookup(t.Context(), js, topo)
 			if !tt.fixable {
-				require.ErrorIs(t, err, stream.ErrMismatch, "the server cannot change it: refused even with --reconcile")
+				require.ErrorIs(t, err, topology.ErrMismatch, "the server cannot change it: refused even with Reconcile")
 				return
 			}
 			require.NoError(t, err)
@@ -97,18 +98,18 @@ func TestTheDurablesOwnAckWaitIsFollowed(t *testing.T) {
 	topo := testTopology()
 	made := topo
 	made.AckWait, made.MaxAckPending = 45*time.Second, 500
-	_, err := stream.Ensure(t.Context(), js, made)
+	_, err := topology.Ensure(t.Context(), js, made)
 	require.NoError(t, err)
 
-	set, err := stream.Lookup(t.Context(), js, topo)
+	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, 45*time.Second, set.AckWait)
 	assert.Equal(t, 500, set.MaxAckPending)
 }
 
-// --create-streams creates what is missing and never changes what
+// Ensure creates what is missing and never changes what
 // operators set on an existing stream; a difference is a warning, and
-// --reconcile applies the configured settings (adding subjects, never
+// Reconcile applies the configured settings (adding subjects, never
 // removing one).
 func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	t.Parallel()
@@ -122,7 +123,7 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	_, err := js.CreateStream(t.Context(), mine)
 	require.NoError(t, err)
 
-	set, err := stream.Ensure(t.Context(), js, topo)
+	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	st, err := js.Stream(t.Context(), topo.Stream)
 	require.NoError(t, err)
@@ -131,13 +132,13 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	assert.Equal(t, mine.MaxAge, got.MaxAge)
 	assert.Equal(t, mine.Duplicates, got.Duplicates)
 	assert.Equal(t, []string{
-		"stream METER_READS: discard is DiscardOld, not DiscardNew (left as it is; --reconcile would change it)",
-		"stream METER_READS: max age is 2160h0m0s, not 168h0m0s (left as it is; --reconcile would change it)",
-		"stream METER_READS: duplicate window is 2m0s, not 10m0s (left as it is; --reconcile would change it)",
+		"stream METER_READS: discard is DiscardOld, not DiscardNew (left as it is; reconciling would change it)",
+		"stream METER_READS: max age is 2160h0m0s, not 168h0m0s (left as it is; reconciling would change it)",
+		"stream METER_READS: duplicate window is 2m0s, not 10m0s (left as it is; reconciling would change it)",
 	}, set.Warnings, "one warning per difference")
 
 	topo.Reconcile = true
-	set, err = stream.Ensure(t.Context(), js, topo)
+	set, err = topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Empty(t, set.Warnings)
 	st, err = js.Stream(t.Context(), topo.Stream)
@@ -148,19 +149,19 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	assert.Equal(t, jetstream.DiscardNew, got.Discard)
 }
 
-// Without --create-streams, the records bucket must exist like the streams,
+// To Lookup, the records bucket must exist like the streams,
 // and the error says how to make it.
 func TestAMissingRecordsBucketIsNamed(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	require.NoError(t, js.DeleteKeyValue(t.Context(), topo.Bucket()))
 
-	_, err = stream.Lookup(t.Context(), js, topo)
-	require.ErrorIs(t, err, stream.ErrMissing)
+	_, err = topology.Lookup(t.Context(), js, topo)
+	require.ErrorIs(t, err, topology.ErrMissing)
 	assert.ErrorContains(t, err, "records bucket METER_READS_meter-consumer_records")
 	assert.ErrorContains(t, err, "nats kv add METER_READS_meter-consumer_records --history 1")
 }
@@ -174,7 +175,7 @@ func TestATopologyWithoutADeadLetterWindowIsRefused(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
 	topo.DLQDuplicates = 0
-	_, err := stream.Ensure(t.Context(), js, topo)
+	_, err := topology.Ensure(t.Context(), js, topo)
 	require.ErrorContains(t, err, "DLQDuplicates")
 	_, err = js.Stream(t.Context(), topo.DLQStream)
 	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "nothing is created")

@@ -1,4 +1,4 @@
-package stream
+package topology
 
 import (
 	"fmt"
@@ -7,24 +7,26 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // checkDurable compares an existing durable with the one the service would
 // create. fatal lists what the server cannot change (delete and recreate
-// the durable); fixable lists what --reconcile updates and without which the
-// service refuses to start, since it could not keep its promises on it.
+// the durable); fixable lists what reconciling updates and without which
+// the service refuses to start, since it could not keep its promises on it.
 // Each problem names the field and the fix. A different ack wait or max ack
 // pending is not a problem: the service follows the durable's own.
 //
 // pull is how many reads one pull asks for, which the durable's
-// max_request_batch must allow; a pull waits PullExpiry on the server,
+// max_request_batch must allow; a pull waits stream.PullExpiry on the server,
 // which its max_request_expires must allow (a pull over either is answered
 // 409 and nothing is delivered, for ever). The pull asks no byte limit, so
 // max_request_max_bytes never binds. A max_ack_pending of -1 leaves the
 // reads the service holds in memory (waiting out a retry delay) unbounded.
-func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, pull int) (fixable, fatal []string) {
+func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, pull int, sw Switches) (fixable, fatal []string) {
 	if have.DeliverSubject != "" {
-		fatal = append(fatal, fmt.Sprintf("deliver_subject is %q (a push consumer), the service pulls: delete the durable and let --create-streams make it, or create a pull consumer", have.DeliverSubject))
+		fatal = append(fatal, fmt.Sprintf("deliver_subject is %q (a push consumer), the service pulls: delete the durable and let %s make it, or create a pull consumer", have.DeliverSubject, sw.creator()))
 	}
 	if have.AckPolicy != jetstream.AckExplicitPolicy {
 		fatal = append(fatal, fmt.Sprintf("ack_policy is %s, the service acks each read: it must be explicit (the server cannot change an ack policy: delete and recreate the durable)", have.AckPolicy))
@@ -42,9 +44,9 @@ func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, 
 		fixable = append(fixable, fmt.Sprintf("max_request_batch is %d, below the %d reads one pull asks for: the server answers every pull 409 and nothing is delivered; raise max_request_batch to %d or 0 (no limit), or set consumer.pull_batch to %d or less",
 			have.MaxRequestBatch, pull, pull, have.MaxRequestBatch))
 	}
-	if have.MaxRequestExpires > 0 && have.MaxRequestExpires < PullExpiry {
+	if have.MaxRequestExpires > 0 && have.MaxRequestExpires < stream.PullExpiry {
 		fixable = append(fixable, fmt.Sprintf("max_request_expires is %s, below the %s a pull waits on the server: the server answers every pull 409 and nothing is delivered; raise max_request_expires to %s or 0 (no limit)",
-			have.MaxRequestExpires, PullExpiry, PullExpiry))
+			have.MaxRequestExpires, stream.PullExpiry, stream.PullExpiry))
 	}
 	if have.MaxAckPending < 0 {
 		fixable = append(fixable, fmt.Sprintf("max_ack_pending is %d (unlimited): the reads waiting out a retry delay are held in this process, and nothing would bound them; set max_ack_pending to %d (consumer.max_ack_pending)",
@@ -101,8 +103,8 @@ func reconciledDurable(have, want jetstream.ConsumerConfig, pull int) jetstream.
 	if upd.MaxRequestBatch > 0 && upd.MaxRequestBatch < pull {
 		upd.MaxRequestBatch = pull
 	}
-	if upd.MaxRequestExpires > 0 && upd.MaxRequestExpires < PullExpiry {
-		upd.MaxRequestExpires = PullExpiry
+	if upd.MaxRequestExpires > 0 && upd.MaxRequestExpires < stream.PullExpiry {
+		upd.MaxRequestExpires = stream.PullExpiry
 	}
 	return upd
 }

@@ -1,4 +1,4 @@
-package stream
+package topology
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // A finding is one way an existing stream (or the records bucket, which is
 // a stream) differs from what the service would make. A warning is logged
 // and left; a refusal (refuse) stops start-up, since the service could not
-// keep its promises on it. fix applies the service's setting for
-// --reconcile; it is nil when the server cannot change the setting, and
+// keep its promises on it. fix applies the service's setting when
+// reconciling; it is nil when the server cannot change the setting, and
 // then how says what a person does instead.
 type finding struct {
 	field  string // the setting, as streamFindings names it
@@ -153,11 +153,11 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 			case f.refuse && f.fix == nil:
 				refused = append(refused, f.text+" ("+f.how+")")
 			case f.refuse:
-				refused = append(refused, f.text+" (--reconcile changes it)")
+				refused = append(refused, f.text+" ("+t.Switches.reconciler()+" changes it)")
 			case f.fix == nil:
 				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s (left as it is; the server cannot change it)", name, f.text))
 			default:
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s (left as it is; --reconcile would change it)", name, f.text))
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s (left as it is; %s would change it)", name, f.text, t.Switches.reconciler()))
 			}
 		}
 		if len(refused) > 0 {
@@ -172,7 +172,7 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 		}
 	}
 	if len(cannot) > 0 {
-		return nil, fmt.Errorf("%s: %w: %s (--reconcile cannot change this)", name, ErrMismatch, joinProblems(cannot))
+		return nil, fmt.Errorf("%s: %w: %s (%s cannot change this)", name, ErrMismatch, joinProblems(cannot), t.Switches.reconciler())
 	}
 	if len(fs) == 0 {
 		return info, nil
@@ -183,14 +183,14 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 	}
 	st, err := js.UpdateStream(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile %s (%s): %w", name, texts(fs), replicasRefused(err, cfg.Replicas))
+		return nil, fmt.Errorf("reconcile %s (%s): %w", name, texts(fs), t.replicasRefused(err, cfg.Replicas))
 	}
 	after := st.CachedInfo()
 	if left := check(after.Config); len(left) > 0 {
 		return nil, fmt.Errorf("reconcile %s: %w: the server kept %s after the update", name, ErrMismatch, texts(left))
 	}
 	for _, f := range fs {
-		s.Reconciled = append(s.Reconciled, fmt.Sprintf("%s: %s (changed by --reconcile)", name, f.text))
+		s.Reconciled = append(s.Reconciled, fmt.Sprintf("%s: %s (changed by %s)", name, f.text, t.Switches.reconciler()))
 	}
 	return after, nil
 }
@@ -210,11 +210,11 @@ const errReplicasNotSupported jetstream.ErrorCode = 10074
 // replicasRefused makes the server's refusal of several replicas (it is
 // not clustered) an ErrMismatch naming stream.replicas: waiting will not
 // mend it, and one copy is only made when it is asked for.
-func replicasRefused(err error, replicas int) error {
+func (t Topology) replicasRefused(err error, replicas int) error {
 	var api *jetstream.APIError
 	if !errors.As(err, &api) || api.ErrorCode != errReplicasNotSupported {
 		return err
 	}
-	return fmt.Errorf("%w: stream.replicas is %d and the server is not clustered: run JetStream as a cluster of 3 (one copy loses what it holds with one disk), or accept a single copy by setting stream.replicas to 1 (--replicas 1, CONSUMER_REPLICAS=1): %w",
-		ErrMismatch, replicas, err)
+	return fmt.Errorf("%w: stream.replicas is %d and the server is not clustered: run JetStream as a cluster of 3 (one copy loses what it holds with one disk), or accept a single copy by setting stream.replicas to 1%s: %w",
+		ErrMismatch, replicas, t.Switches.oneReplica(), err)
 }

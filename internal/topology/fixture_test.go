@@ -1,0 +1,17 @@
+package topology_test
+
+import (
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/topology"
+)
+
+// testTopology is the topology the stream tests run on too (a pull of 32).
+func testTopology() topology.Topology {
+	return topology.Topology{
+		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer",
+		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq", DLQDuplicates: 20 * time.Minute,
+		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000,
+		Concurrency: 8, HandlerTimeout: time.Second, // a pull of 32
+	}
+}
