@@ -2,17 +2,32 @@
 // durable JetStream pull consumer shared by every replica, delivers each one
 // downstream and settles it in exactly one way.
 //
-//   - success: Ack.
-//   - transient failure, attempt < max attempts: a retry delay drawn with full
-//     jitter for this attempt (the message's own delivery count), floored by
-//     Retry-After; the read is held in the process and NAKed when the delay is
-//     over (see delayer for why this beats NakWithDelay).
-//   - transient failure at the last attempt, or a delivery already past the
-//     budget: a dead-letter copy (reason exhausted), then TERM.
-//   - permanent failure, including an invalid read: a dead-letter copy
-//     (reason permanent), then TermWithReason(cause).
-//   - a dead-letter copy JetStream did not confirm: the original is NAKed
-//     with a delay, never terminated, and the failure is counted.
+// A read's path, file by file:
+//
+//   - puller.go: Consume pulls batches into the client buffer; follow.go
+//     stops pulling while the breaker is open or the park is full, and
+//     resumes it.
+//   - consumer.go (dispatcher): each pulled read goes to an idle worker, or
+//     is parked (delay.go: kept alive until a worker takes it) when the
+//     breaker is open, reads are parked already, or no worker was free
+//     for SpillAfter; lease.go wraps it so that a delivery the connection
+//     may have lost is dropped unsettled.
+//   - pool.go: Concurrency workers take parked reads first, then pulled
+//     ones; keepalive.go keeps each worker's read alive with InProgress.
+//   - handle.go: a worker handles one delivery: before (metadata, the
+//     record from records.go, decoding), then decide (verdict.go) gives its
+//     fate, call delivers it once the breaker and the limit let it
+//     through (engine.go: the engine's view and the controls acting on it,
+//     no-ops when off), decide again, and settle carries the fate out.
+//   - the fates: Ack; retry (delay.go holds the read for a full-jitter
+//     delay of its attempt, floored by Retry-After, then NAKs it, past the
+//     retry budget when the engine is overloaded; see delayer for why not
+//     NakWithDelay); dead-letter (deadletter.go: the decision recorded, the
+//     copy stored, then TERM; a copy not confirmed holds the read, never
+//     TERMs it); hand back at a stop (recorded, NAKed, uncharged).
+//
+// The table of fates is docs/SETTLEMENT.md's, asserted row by row by
+// TestSettlementTable.
 //
 // What the delivery count cannot tell (hand-backs, credited sheds, the
 // dead-letter decision) is kept in Records, one record per read: keyed by
