@@ -94,7 +94,7 @@ func consuming(nc *nats.Conn, cc jetstream.ConsumeContext, after func()) *runnin
 // the full-jitter delay of its attempt (NakWithDelay), leaving the delay to
 // the server's redelivery timer; the delay asked is given to naks, as the
 // pipeline's "nak" lines do. The pipeline holds the read instead (see
-// internal/stream's delayer).
+// internal/stream's retries, hold.go).
 func delayedByServer(e *env, sink downstream.Sink, policy retry.Policy, rnd retry.Source, naks *nakCapture) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
 		labelled(ctx, sideConsumer, func(ctx context.Context) {

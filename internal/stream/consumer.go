@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,10 +95,13 @@ type Options struct {
 // each downstream and settles it: Ack, a jittered delayed NAK, or a
 // dead-letter copy followed by TERM.
 type Consumer struct {
-	o       Options
-	log     *slog.Logger
-	m       *Metrics
-	delayer *delayer
+	o   Options
+	log *slog.Logger
+	m   *Metrics
+	// Reads waiting in the process, and the one owner of keep-alives.
+	keep    *keepAlive
+	retries *retries
+	park    *park
 
 	consuming atomic.Bool
 	records   Records
@@ -107,7 +109,6 @@ type Consumer struct {
 	// sinkBounded: the sink bounds every call itself within the handler
 	// timeout, so deliver need not add a timeout of its own.
 	sinkBounded bool
-	keepers     *keepers
 	// The engine's view and the controls that act on it (no-ops when off).
 	view    *engine.View
 	breaker circuit
@@ -180,9 +181,9 @@ func New(o Options) (*Consumer, error) {
 	c.view = view
 	c.server = &serverClock{clk: o.Clock, log: log, set: func(d time.Duration) { c.m.serverClockOffset.Set(d.Seconds()) }}
 	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
-	c.keepers = c.newKeepers(o.Concurrency)
-	c.delayer = newDelayer(o.AckWait/2, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
-	c.delayer.gate = c.retryGate
+	c.keep = newKeepAlive(o, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	c.retries = &retries{keep: c.keep, onErr: c.settleError, gate: c.retryGate}
+	c.park = newPark(c.keep)
 	c.breaker, c.limit, c.budget = closedCircuit{}, unlimited{}, unbudgeted{}
 	if o.Budget != nil {
 		c.budget = o.Budget
@@ -262,32 +263,31 @@ var ErrConsumeStopped = errors.New("consuming stopped by the server")
 // handed back. The caller drains the connection afterwards, which flushes
 // every settlement.
 func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
-	// Four lifetimes. ctx is the caller's: when it ends, the graceful stop
-	// begins. hard ends when that stop has run out of time: calls still in
-	// flight are cut. giveUp ends HandBackGrace later: a hand-back no longer
-	// waits for the records bucket then, so that the stop ends even with
-	// the bucket down. alive is the keep-alives': it outlives them all, and
-	// ends only once every read has been settled or handed back.
-	hard, hardStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardStop()
-	giveUp, giveUpNow := context.WithCancel(context.WithoutCancel(ctx))
+	// One context per lifetime, each named for when it ends:
+	//   - ctx, the caller's: when it ends, the stop begins.
+	//   - cut ends when the stop has run out of time (ShutdownTimeout):
+	//     calls still in flight are cut and their reads handed back.
+	//   - giveUp ends HandBackGrace after cut: a hand-back no longer waits
+	//     for the records bucket, so the stop ends even with it down.
+	//   - the background group's (keep-alives, leases, the server's clock,
+	//     the NAK log) ends last, once every read is settled or handed back;
+	//     the follower's, once pulling is no longer resumed.
+	base := context.WithoutCancel(ctx)
+	cut, cutNow := context.WithCancel(base)
+	defer cutNow()
+	giveUp, giveUpNow := context.WithCancel(base)
 	defer giveUpNow()
-	defer c.breaker.Stop() // last: after the keep-alives below
-	alive, aliveStop := context.WithCancel(context.WithoutCancel(ctx))
-	var aliveDone sync.WaitGroup
+
 	measure, measured := context.WithTimeout(ctx, 5*time.Second)
 	c.server.measure(measure, cons) // before the first read: its age is timed on the server's clock
 	measured()
-	aliveDone.Add(5)
-	go func() { defer aliveDone.Done(); c.server.run(alive, cons, ServerClockInterval) }()
-	go func() { defer aliveDone.Done(); c.leases.run(alive) }()
-	go func() { defer aliveDone.Done(); c.delayer.run(alive) }()
-	go func() { defer aliveDone.Done(); c.keepers.run(alive) }()
-	go func() { defer aliveDone.Done(); c.naks.run(alive, NakInterval) }()
-	defer func() { aliveStop(); aliveDone.Wait() }()
-
-	pool := c.startWorkers(ctx, hard, giveUp)
-	p := newPuller(cons, c.dispatcher(pool, hard, giveUp),
+	background := start(ctx,
+		func(ctx context.Context) { c.server.run(ctx, cons, ServerClockInterval) },
+		c.leases.run,
+		c.keep.run,
+		func(ctx context.Context) { c.naks.run(ctx, NakInterval) })
+	pool := c.startWorkers(ctx, cut, giveUp)
+	p := newPuller(cons, c.dispatcher(pool, cut, giveUp),
 		jetstream.PullMaxMessages(c.o.PullBatch),
 		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
 		// that a lost pull (a consumer leader failover, a reconnect) is
@@ -298,16 +298,12 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 		}))
 	if err := p.resume(); err != nil {
 		pool.stop()
+		background.stop()
+		c.breaker.Stop()
 		return fmt.Errorf("consume: %w", err)
 	}
 	c.consuming.Store(true)
-	follow, followStop := context.WithCancel(context.WithoutCancel(ctx))
-	var followDone sync.WaitGroup
-	followDone.Add(1)
-	go func() {
-		defer followDone.Done()
-		c.follow(follow, p)
-	}()
+	following := start(ctx, func(ctx context.Context) { c.follow(ctx, p) })
 
 	var runErr error
 	select {
@@ -317,34 +313,33 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	c.consuming.Store(false)
 
-	// The stop, in this order:
-	//  1. Stop following the breaker and the park: pulling is not resumed.
-	//  2. Stop pulling with Drain: buffered reads still reach dispatch, which
-	//     hands them to the workers (or parks them while the breaker is open).
-	//  3. Let the workers finish, up to ShutdownTimeout. Past it hard ends:
-	//     calls in flight are cut and their reads handed back, and dispatch
-	//     hands back the buffered reads it still gets.
-	//  4. Hand back the parked reads; give the held ones back with the rest
-	//     of their delay.
-	//  5. Stop the keep-alives, then the breaker's timer (deferred above).
-	// Every hand-back, its record included, ends by HandBackGrace past the
-	// stop's deadline.
-	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.ShutdownTimeout)
-	defer stopCancel()
-	defer context.AfterFunc(stopCtx, hardStop)()
-	graceCtx, graceCancel := context.WithDeadline(context.WithoutCancel(ctx), deadline(stopCtx).Add(HandBackGrace))
-	defer graceCancel()
-	defer context.AfterFunc(graceCtx, giveUpNow)()
-
-	followStop()
-	followDone.Wait()
-	if !p.pause(time.Until(deadline(stopCtx)) + HandBackGrace) {
+	// The stop, step by step in the order it runs. Every hand-back, its
+	// record included, ends by HandBackGrace past the stop's deadline.
+	stopBy := time.Now().Add(c.o.ShutdownTimeout)
+	defer time.AfterFunc(c.o.ShutdownTimeout, cutNow).Stop()
+	defer time.AfterFunc(c.o.ShutdownTimeout+HandBackGrace, giveUpNow).Stop()
+	// 1. Stop following the breaker and the park: pulling is not resumed.
+	following.stop()
+	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
+	//    which hands them to the workers (or parks them while the breaker
+	//    is open); once cut has ended, it hands them back.
+	if !p.pause(time.Until(stopBy) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
+	// 3. Let the workers finish their reads; past the stop's deadline their
+	//    calls are cut and the reads handed back.
 	pool.stop()
-	if n := c.delayer.release(func(m jetstream.Msg, why error) { c.handBackMsg(giveUp, m, why) }); n > 0 {
-		c.log.Info("held and parked reads handed back to the server", slog.Int("reads", n))
+	// 4. Give the held reads back with the rest of their delay, and hand
+	//    the parked ones back.
+	held := c.retries.release()
+	parked := c.park.release(func(m jetstream.Msg, why error) { c.handBackMsg(giveUp, m, why) })
+	if held+parked > 0 {
+		c.log.Info("held and parked reads handed back to the server", slog.Int("held", held), slog.Int("parked", parked))
 	}
+	// 5. Stop the keep-alives (nothing is left to keep alive) and the rest
+	//    of the background, then the breaker's timer.
+	background.stop()
+	c.breaker.Stop()
 	return runErr
 }
 
@@ -367,7 +362,7 @@ const HandBackGrace = 5 * time.Second
 // much longer than SpillAfter, whatever the workers wait for (the breaker,
 // the concurrency limit, a slow downstream). follow stops pulling while
 // the park is full.
-func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetstream.MessageHandler {
+func (c *Consumer) dispatcher(pool *workers, cut, giveUp context.Context) jetstream.MessageHandler {
 	var blockedSince time.Time // zero while dispatch keeps returning at once
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
@@ -375,8 +370,8 @@ func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetst
 		msg = c.leases.wrap(msg)
 		for {
 			changed := c.breaker.Changed() // before the check, so no transition is missed
-			if c.paused() || c.delayer.parked.Load() > 0 {
-				c.delayer.park(msg)
+			if c.paused() || c.park.len() > 0 {
+				c.park.add(msg)
 				blockedSince = time.Time{}
 				return
 			}
@@ -392,7 +387,7 @@ func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetst
 			}
 			left := c.o.SpillAfter - now.Sub(blockedSince)
 			if left <= 0 {
-				c.delayer.park(msg)
+				c.park.add(msg)
 				blockedSince = time.Time{}
 				return
 			}
@@ -402,10 +397,10 @@ func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetst
 				spill.Stop()
 				return
 			case <-spill.C:
-				c.delayer.park(msg)
+				c.park.add(msg)
 				blockedSince = time.Time{}
 				return
-			case <-hard.Done():
+			case <-cut.Done():
 				spill.Stop()
 				c.handBackMsg(giveUp, msg, errStopping)
 				return
@@ -414,11 +409,6 @@ func (c *Consumer) dispatcher(pool *workers, hard, giveUp context.Context) jetst
 			}
 		}
 	}
-}
-
-func deadline(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
 }
 
 func (c *Consumer) settleError(op string, err error) {

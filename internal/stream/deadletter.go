@@ -129,7 +129,7 @@ func (c *Consumer) lookForCopy(ctx context.Context, d *delivery, e dlq.Entry, fr
 func (c *Consumer) copyFailed(ctx context.Context, d *delivery, reason dlq.Reason, ce *classify.Error, err error) {
 	n := d.md.NumDelivered
 	delay := c.o.Policy.DelayWithFloor(n, c.o.Rand, c.o.Policy.Ceiling(n)/2)
-	c.delayer.hold(d.msg, delay, false)
+	c.retries.hold(d.msg, delay, false)
 	c.m.dlqErrors.Inc()
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())

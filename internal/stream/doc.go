@@ -8,20 +8,22 @@
 //     stops pulling while the breaker is open or the park is full, and
 //     resumes it.
 //   - consumer.go (dispatcher): each pulled read goes to an idle worker, or
-//     is parked (delay.go: kept alive until a worker takes it) when the
+//     is parked (park.go: oldest first until a worker takes it) when the
 //     breaker is open, reads are parked already, or no worker was free
 //     for SpillAfter; lease.go wraps it so that a delivery the connection
 //     may have lost is dropped unsettled.
 //   - pool.go: Concurrency workers take parked reads first, then pulled
-//     ones; keepalive.go keeps each worker's read alive with InProgress.
+//     ones. keepalive.go is the one owner of keep-alives: it sends every
+//     InProgress, for each worker's read in flight and for every read
+//     waiting in the process (held or parked).
 //   - handle.go: a worker handles one delivery: before (metadata, the
 //     record from records.go, decoding), then decide (verdict.go) gives its
 //     fate, call delivers it once the breaker and the limit let it
 //     through (engine.go: the engine's view and the controls acting on it,
 //     no-ops when off), decide again, and settle carries the fate out.
-//   - the fates: Ack; retry (delay.go holds the read for a full-jitter
+//   - the fates: Ack; retry (hold.go holds the read for a full-jitter
 //     delay of its attempt, floored by Retry-After, then NAKs it, past the
-//     retry budget when the engine is overloaded; see delayer for why not
+//     retry budget when the engine is overloaded; see retries for why not
 //     NakWithDelay); dead-letter (deadletter.go: the decision recorded, the
 //     copy stored, then TERM; a copy not confirmed holds the read, never
 //     TERMs it); hand back at a stop (recorded, NAKed, uncharged).

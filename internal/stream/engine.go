@@ -78,7 +78,7 @@ const budgetRecheck = time.Second
 
 // retryGate lets a due retry go when the retry budget has room, counting
 // both outcomes; a denied retry is held again, kept alive and uncharged.
-// Called by the delayer, under its lock.
+// Called by the keep-alive owner, under its lock, for a held retry that is due.
 //
 // The budget is there to keep retries from piling onto an overloaded
 // engine, so it binds only while the engine's view judges it overloaded:

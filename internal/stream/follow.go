@@ -22,13 +22,13 @@ func (c *Consumer) follow(ctx context.Context, p *puller) {
 	low := high / 2
 	for {
 		changed := c.breaker.Changed()
-		parked := int(c.delayer.parked.Load())
+		parked := c.park.len()
 		open := c.paused()
 		switch {
 		case p.pulling() && (open || parked >= high):
 			p.pause(c.o.AckWait / 2)
 			if open {
-				c.log.Warn("breaker open: stopped pulling; in-flight reads are held", slog.Int("parked", int(c.delayer.parked.Load())))
+				c.log.Warn("breaker open: stopped pulling; in-flight reads are held", slog.Int("parked", c.park.len()))
 			} else {
 				c.log.Info("workers behind: stopped pulling until the parked reads are taken", slog.Int("parked", parked))
 			}
@@ -43,8 +43,8 @@ func (c *Consumer) follow(ctx context.Context, p *puller) {
 		}
 		select {
 		case <-changed:
-		case <-c.delayer.parkCh:
-		case <-c.delayer.takenCh:
+		case <-c.park.parked:
+		case <-c.park.taken:
 		case <-retry:
 		case <-ctx.Done():
 			return

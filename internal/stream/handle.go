@@ -60,9 +60,9 @@ func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.
 	start := time.Now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
-	c.keepers.arm(w, msg, start)
-	defer c.keepers.disarm(w)
-	c.delayer.unpark(msg)
+	c.keep.arm(w, msg, start)
+	defer c.keep.disarm(w)
+	c.park.remove(msg)
 
 	d := &delivery{msg: msg, start: start, deadline: start.Add(c.o.HandlerTimeout)}
 	s := c.before(hard, d)
@@ -262,7 +262,7 @@ func traceParent(h nats.Header) string {
 // retryLater holds the read for delay, then NAKs it for redelivery; the
 // retry also waits for the retry budget.
 func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Error, delay time.Duration) {
-	c.delayer.hold(d.msg, delay, true)
+	c.retries.hold(d.msg, delay, true)
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
 	c.naks.line(ctx, slog.LevelWarn, "nak", ce.Cause, c.attrs(d, ce, delay))

@@ -78,7 +78,7 @@ func BenchmarkHandle(b *testing.B) {
 		},
 	}
 	ctx := context.Background()
-	s := c.keepers.watches[0]
+	s := c.keep.watches[0]
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg.data)))
 	for b.Loop() {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -8,17 +9,32 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// keepers send InProgress for the reads being handled, so slow work is not
-// redelivered under our feet: the first one early enough to cover the time
-// the message may have waited in the client buffer before a worker took it,
-// then every AckWait/2. Each worker owns a watch it fills and clears for
-// every read (a lock and two stores: no timer on the hot path); one
-// goroutine scans the watches.
-type keepers struct {
+// keepAlive is the one owner of keep-alives: every InProgress this process
+// sends goes out from its run, so slow work is not redelivered under our
+// feet. It keeps two kinds of reads alive:
+//
+//   - a read being handled, through its worker's watch: the first signal
+//     early enough to cover the time the read may have waited in the
+//     client buffer before a worker took it, then every AckWait/2. A worker
+//     fills and clears its watch for every read (a lock and two stores: no
+//     timer on the hot path); run scans the watches every tick.
+//   - a read waiting in the process (held for a retry, or parked): kept
+//     alive every AckWait/2 from the moment it is added, the first signal
+//     at once (it may have waited in the client buffer for most of the ack
+//     wait, and nothing tells how long). A waiting read with a due time
+//     (a held retry) is handed to its owner's due function when that time
+//     comes; a parked read has none and waits until it is removed.
+type keepAlive struct {
 	first, every, tick time.Duration
-	now                func() time.Time
+	wallNow            func() time.Time // the watches' clock: a worker arms with time.Now
+	now                func() time.Time // the waiting reads' clock
 	onErr              func(string, error)
+	onSize             func(n int) // called with the number waiting after each change
 	watches            []*watch
+
+	mu    sync.Mutex
+	items waitingHeap
+	wake  chan struct{}
 }
 
 // watch is one worker's read in flight, kept alive.
@@ -28,51 +44,227 @@ type watch struct {
 	next time.Time     // when the next InProgress is due
 }
 
-func (c *Consumer) newKeepers(n int) *keepers {
-	every := c.o.AckWait / 2
+// waiting is a read kept alive while it waits in the process.
+type waiting struct {
+	msg       jetstream.Msg
+	due       time.Time // never for a parked read
+	keepalive time.Time
+	index     int
+	// ready is called, under the keep-alive lock, when due has come: it
+	// returns how much longer the read waits (0: it goes, and then with
+	// whatever it was added for).
+	ready func(now time.Time) time.Duration
+	// then carries out a read whose due time came, outside the lock.
+	then func(jetstream.Msg)
+}
+
+// never is the due time of a parked read: it is only kept alive.
+var never = time.Unix(1<<62, 0)
+
+func (w *waiting) next() time.Time {
+	if w.keepalive.Before(w.due) {
+		return w.keepalive
+	}
+	return w.due
+}
+
+func newKeepAlive(o Options, now func() time.Time, onErr func(string, error), onSize func(int)) *keepAlive {
+	every := o.AckWait / 2
 	// A read may have waited in the client buffer for every read ahead of
 	// it: ceil(PullBatch/Concurrency) handler timeouts at most.
-	rounds := time.Duration((c.o.PullBatch + c.o.Concurrency - 1) / c.o.Concurrency)
-	first := min(every, max(c.o.AckWait-rounds*c.o.HandlerTimeout-c.o.AckWait/10, c.o.AckWait/10))
-	k := &keepers{first: first, every: every, tick: max(first/4, time.Millisecond), now: time.Now, onErr: c.settleError}
-	for range n {
+	rounds := time.Duration((o.PullBatch + o.Concurrency - 1) / o.Concurrency)
+	first := min(every, max(o.AckWait-rounds*o.HandlerTimeout-o.AckWait/10, o.AckWait/10))
+	k := &keepAlive{first: first, every: every, tick: max(first/4, time.Millisecond),
+		wallNow: time.Now, now: now, onErr: onErr, onSize: onSize, wake: make(chan struct{}, 1)}
+	for range o.Concurrency {
 		k.watches = append(k.watches, &watch{})
 	}
 	return k
 }
 
 // arm starts keeping msg alive, counting from start.
-func (k *keepers) arm(s *watch, msg jetstream.Msg, start time.Time) {
+func (k *keepAlive) arm(s *watch, msg jetstream.Msg, start time.Time) {
 	s.mu.Lock()
 	s.msg, s.next = msg, start.Add(k.first)
 	s.mu.Unlock()
 }
 
 // disarm stops keeping the watch's read alive.
-func (k *keepers) disarm(s *watch) {
+func (k *keepAlive) disarm(s *watch) {
 	s.mu.Lock()
 	s.msg = nil
 	s.mu.Unlock()
 }
 
-// run scans the watches until ctx ends.
-func (k *keepers) run(ctx context.Context) {
-	t := time.NewTicker(k.tick)
-	defer t.Stop()
+// add keeps w alive from now on, its first signal at once.
+func (k *keepAlive) add(w *waiting) {
+	w.keepalive = k.now()
+	k.mu.Lock()
+	heap.Push(&k.items, w)
+	first := k.items[0] == w
+	n := len(k.items)
+	k.mu.Unlock()
+	k.onSize(n)
+	if first {
+		signal(k.wake)
+	}
+}
+
+// remove stops keeping w alive; it reports whether w was still waiting.
+func (k *keepAlive) remove(w *waiting) bool {
+	k.mu.Lock()
+	ok := w.index >= 0 && w.index < len(k.items) && k.items[w.index] == w
+	if ok {
+		heap.Remove(&k.items, w.index)
+		w.index = -1
+	}
+	n := len(k.items)
+	k.mu.Unlock()
+	if ok {
+		k.onSize(n)
+	}
+	return ok
+}
+
+// take removes and returns every waiting read for which keep reports true.
+func (k *keepAlive) take(keep func(*waiting) bool) []*waiting {
+	k.mu.Lock()
+	var taken []*waiting
+	rest := k.items[:0]
+	for _, w := range k.items {
+		if keep(w) {
+			w.index = -1
+			taken = append(taken, w)
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	clear(k.items[len(rest):])
+	k.items = rest
+	for i, w := range k.items {
+		w.index = i
+	}
+	heap.Init(&k.items)
+	n := len(k.items)
+	k.mu.Unlock()
+	k.onSize(n)
+	return taken
+}
+
+// size returns how many reads are waiting.
+func (k *keepAlive) size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.items)
+}
+
+// run sends the keep-alives, and hands waiting reads whose time has come
+// to their owner, until ctx ends.
+func (k *keepAlive) run(ctx context.Context) {
+	scan := time.NewTicker(k.tick)
+	defer scan.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		timer.Reset(k.wait())
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		now := k.now()
-		for _, s := range k.watches {
-			s.mu.Lock()
-			if s.msg != nil && !now.Before(s.next) {
-				k.onErr("in_progress", s.msg.InProgress())
-				s.next = now.Add(k.every)
-			}
-			s.mu.Unlock()
+		case <-scan.C:
+			k.scan()
+		case <-k.wake:
+		case <-timer.C:
 		}
 	}
+}
+
+// scan keeps the reads in flight alive.
+func (k *keepAlive) scan() {
+	now := k.wallNow()
+	for _, s := range k.watches {
+		s.mu.Lock()
+		if s.msg != nil && !now.Before(s.next) {
+			k.settle("in_progress", s.msg.InProgress())
+			s.next = now.Add(k.every)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// wait keeps alive the waiting reads whose signal is due, carries out
+// those whose time has come, and returns how long until the next.
+func (k *keepAlive) wait() time.Duration {
+	var due []*waiting
+	var alive []jetstream.Msg
+	now := k.now()
+	wait := time.Hour
+	k.mu.Lock()
+	for len(k.items) > 0 {
+		w := k.items[0]
+		if n := w.next(); n.After(now) {
+			wait = n.Sub(now)
+			break
+		}
+		if !w.due.After(now) {
+			if again := w.ready(now); again > 0 {
+				w.due = now.Add(again)
+				heap.Fix(&k.items, 0)
+				continue
+			}
+			heap.Pop(&k.items)
+			w.index = -1
+			due = append(due, w)
+			continue
+		}
+		w.keepalive = now.Add(k.every)
+		heap.Fix(&k.items, 0)
+		alive = append(alive, w.msg)
+	}
+	n := len(k.items)
+	k.mu.Unlock()
+	if len(due) > 0 {
+		k.onSize(n)
+	}
+	for _, w := range due {
+		w.then(w.msg)
+	}
+	for _, m := range alive {
+		k.settle("in_progress", m.InProgress())
+	}
+	return wait
+}
+
+func (k *keepAlive) settle(op string, err error) {
+	if err != nil && k.onErr != nil {
+		k.onErr(op, err)
+	}
+}
+
+// signal wakes whoever waits on ch, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+type waitingHeap []*waiting
+
+func (h waitingHeap) Len() int           { return len(h) }
+func (h waitingHeap) Less(i, j int) bool { return h[i].next().Before(h[j].next()) }
+func (h waitingHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *waitingHeap) Push(x any) {
+	w := x.(*waiting)
+	w.index = len(*h)
+	*h = append(*h, w)
+}
+func (h *waitingHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return w
 }

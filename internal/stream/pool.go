@@ -7,44 +7,66 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// group is goroutines that share one lifetime: stop ends it and waits for
+// every one of them.
+type group struct {
+	end context.CancelFunc
+	wg  sync.WaitGroup
+}
+
+// start runs each fn in its own goroutine, under a context that ends with
+// stop (never with parent's end: parent only gives its values).
+func start(parent context.Context, fns ...func(context.Context)) *group {
+	ctx, end := context.WithCancel(context.WithoutCancel(parent))
+	g := &group{end: end}
+	for _, fn := range fns {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			fn(ctx)
+		}()
+	}
+	return g
+}
+
+// stop ends the group's lifetime and waits for its goroutines.
+func (g *group) stop() {
+	g.end()
+	g.wg.Wait()
+}
+
 // workers is the pool that handles reads: Concurrency goroutines, each with
 // its keep-alive watch, taking parked reads first, then pulled reads from
 // work. A worker that takes a parked read while more are parked wakes
 // another, so that a park emptied at once keeps every idle worker busy.
+// Stopping the pool lets each worker finish its read.
 type workers struct {
 	work chan jetstream.Msg
-	quit chan struct{}
-	wg   sync.WaitGroup
+	*group
 }
 
-// startWorkers starts the pool; graceful, hard and giveUp are handle's
+// startWorkers starts the pool; graceful, cut and giveUp are handle's
 // contexts.
-func (c *Consumer) startWorkers(graceful, hard, giveUp context.Context) *workers {
-	p := &workers{work: make(chan jetstream.Msg), quit: make(chan struct{})}
-	for _, w := range c.keepers.watches {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
+func (c *Consumer) startWorkers(graceful, cut, giveUp context.Context) *workers {
+	p := &workers{work: make(chan jetstream.Msg)}
+	fns := make([]func(context.Context), 0, len(c.keep.watches))
+	for _, w := range c.keep.watches {
+		fns = append(fns, func(quit context.Context) {
 			for {
-				if msg, ok := c.delayer.takeParked(); ok {
-					c.handle(graceful, hard, giveUp, msg, w)
+				if msg, ok := c.park.take(); ok {
+					c.handle(graceful, cut, giveUp, msg, w)
 					continue
 				}
 				select {
 				case msg := <-p.work:
-					c.handle(graceful, hard, giveUp, msg, w)
-				case <-c.delayer.wakeWorker:
-				case <-p.quit:
+					c.handle(graceful, cut, giveUp, msg, w)
+				case <-c.park.wakeWorker:
+				case <-quit.Done():
 					return
 				}
 			}
-		}()
+		})
 	}
+	p.group = start(graceful, fns...)
 	return p
-}
-
-// stop lets each worker finish its read, then waits for them.
-func (w *workers) stop() {
-	close(w.quit)
-	w.wg.Wait()
 }

@@ -129,10 +129,10 @@ func TestSettlementCarriedOut(t *testing.T) {
 			})
 			require.NoError(t, err)
 
-			c.handle(graceful, hard, t.Context(), msg, c.keepers.watches[0])
+			c.handle(graceful, hard, t.Context(), msg, c.keep.watches[0])
 
 			assert.Equal(t, tt.want, msg.settled())
-			assert.Equal(t, tt.wantHeld, c.delayer.size() == 1, "held for a retry")
+			assert.Equal(t, tt.wantHeld, c.keep.size() == 1, "held for a retry")
 			assert.Equal(t, int64(tt.wantCalls), calls.Load(), "downstream calls")
 			copies := dl.all()
 			if tt.wantCopy == "" {
@@ -178,7 +178,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.handle(graceful, t.Context(), t.Context(), msg, c.keepers.watches[0])
+		c.handle(graceful, t.Context(), t.Context(), msg, c.keep.watches[0])
 	}()
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 	stop()
@@ -207,7 +207,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)
 	began := time.Now()
-	c.handle(t.Context(), t.Context(), t.Context(), msg, c.keepers.watches[0])
+	c.handle(t.Context(), t.Context(), t.Context(), msg, c.keep.watches[0])
 	ended := time.Now()
 
 	// The copy's deadline is the delivery's: the handler timeout from when
@@ -216,7 +216,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	assert.False(t, deadline.After(ended.Add(timeout)), "deadline %s after %s", deadline, ended.Add(timeout))
 	assert.False(t, ended.Before(deadline), "the copy was tried until the deadline")
 	assert.Empty(t, msg.settled(), "not terminated: held, to be NAKed")
-	assert.Equal(t, 1, c.delayer.size())
+	assert.Equal(t, 1, c.keep.size())
 	got := recs.record(42)
 	require.NotNil(t, got.DeadLetter)
 	assert.Equal(t, classify.CauseInvalidPayload, got.DeadLetter.Cause)

@@ -1,0 +1,79 @@
+package stream
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// retries holds NAKed reads in the process until their retry delay is
+// over, then NAKs them without a delay, which the server redelivers at
+// once. Held reads are kept alive by the keep-alive owner, so AckWait never
+// expires under them.
+//
+// Why not NakWithDelay: every NAK that carries a delay resets the server's
+// redelivery timer to 10ms, so under a steady rate of failures (one NAK every
+// few milliseconds, or a fleet of replicas NAKing) the timer never fires and
+// every expired delay is redelivered in one burst when the NAKs pause: the
+// herd the jitter was meant to spread, put back together by the server. A
+// plain NAK goes straight onto the redelivery queue, so each read comes back
+// when its own delay says, whatever the rest of the fleet is doing. The
+// delay is only handed to the server (NakWithDelay) when the process stops.
+type retries struct {
+	keep  *keepAlive
+	onErr func(string, error)
+	// gate decides whether a retry that is due may go now; when it may
+	// not, the read is held again for the returned time.
+	gate func() (bool, time.Duration)
+}
+
+// hold keeps msg until delay has passed, then NAKs it; a retry of the
+// downstream call also waits for the gate (a copy retried, gated: false,
+// does not).
+func (r *retries) hold(msg jetstream.Msg, delay time.Duration, gated bool) {
+	if delay <= 0 && !gated {
+		r.settle("nak", msg.Nak())
+		return
+	}
+	w := &waiting{msg: msg, due: r.keep.now().Add(delay), then: r.nak, ready: ready}
+	if gated {
+		w.ready = r.ready
+	}
+	r.keep.add(w)
+}
+
+// ready asks the gate whether a due retry may go: 0 if it may, else how
+// long it is held again (over the retry budget: not charged).
+func (r *retries) ready(time.Time) time.Duration {
+	if ok, again := r.gate(); !ok {
+		return max(again, time.Millisecond)
+	}
+	return 0
+}
+
+// ready lets a due read go at once.
+func ready(time.Time) time.Duration { return 0 }
+
+func (r *retries) nak(msg jetstream.Msg) { r.settle("nak", msg.Nak()) }
+
+// release gives every held read back to the server with the rest of its
+// delay (NakWithDelay: the retry it was waiting for), for a stop; it
+// returns how many.
+func (r *retries) release() int {
+	held := r.keep.take(func(w *waiting) bool { return w.due != never })
+	now := r.keep.now()
+	for _, w := range held {
+		if rest := w.due.Sub(now); rest > 0 {
+			r.settle("nak", w.msg.NakWithDelay(rest))
+		} else {
+			r.settle("nak", w.msg.Nak())
+		}
+	}
+	return len(held)
+}
+
+func (r *retries) settle(op string, err error) {
+	if err != nil && r.onErr != nil {
+		r.onErr(op, err)
+	}
+}

@@ -1,0 +1,106 @@
+package stream
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type parkedMsg struct {
+	jetstream.Msg
+	id int
+}
+
+// testKeepAlive is a keep-alive owner with one watch and a long ack wait,
+// on the given clock.
+func testKeepAlive(now func() time.Time) *keepAlive {
+	o := Options{AckWait: 2 * time.Hour, Concurrency: 1, PullBatch: 1, HandlerTimeout: time.Second}
+	return newKeepAlive(o, now, nil, func(int) {})
+}
+
+// Every parked read is taken exactly once, however many workers race for
+// them.
+func TestTakeParkedGivesEachReadOnce(t *testing.T) {
+	t.Parallel()
+	keep := testKeepAlive(time.Now)
+	p := newPark(keep)
+	const n = 1000
+	for i := range n {
+		p.add(&parkedMsg{id: i})
+	}
+	require.Equal(t, n, p.len())
+	var mu sync.Mutex
+	seen := map[int]int{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n / 8 {
+				m, ok := p.take()
+				if !ok {
+					t.Error("a token found no parked read")
+					return
+				}
+				mu.Lock()
+				seen[m.(*parkedMsg).id]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, seen, n)
+	for id, c := range seen {
+		assert.Equal(t, 1, c, "read %d", id)
+	}
+	assert.Zero(t, p.len())
+	assert.Zero(t, keep.size(), "a taken read is no longer kept alive")
+	_, ok := p.take()
+	assert.False(t, ok)
+}
+
+// The park gives reads back oldest first, and a read removed from it (its
+// worker took it by another way) is neither taken nor kept alive.
+func TestParkIsOldestFirstAndRemovable(t *testing.T) {
+	t.Parallel()
+	keep := testKeepAlive(time.Now)
+	p := newPark(keep)
+	a, b, c := &parkedMsg{id: 1}, &parkedMsg{id: 2}, &parkedMsg{id: 3}
+	p.add(a)
+	p.add(b)
+	p.add(c)
+	assert.True(t, p.remove(b))
+	assert.False(t, p.remove(b), "a read is removed once")
+	assert.Equal(t, 2, keep.size())
+	first, _ := p.take()
+	second, _ := p.take()
+	assert.Equal(t, []jetstream.Msg{a, c}, []jetstream.Msg{first, second})
+}
+
+// At a stop, every parked read is handed back, never charged: the error
+// says it waited in the process.
+func TestParkReleaseHandsEveryReadBack(t *testing.T) {
+	t.Parallel()
+	keep := testKeepAlive(time.Now)
+	p := newPark(keep)
+	const n = 40
+	for i := range n {
+		p.add(&parkedMsg{id: i})
+	}
+	var mu sync.Mutex
+	handedBack := map[int]bool{}
+	got := p.release(func(m jetstream.Msg, err error) {
+		assert.ErrorIs(t, err, errStopping)
+		mu.Lock()
+		handedBack[m.(*parkedMsg).id] = true
+		mu.Unlock()
+	})
+	assert.Equal(t, n, got)
+	assert.Len(t, handedBack, n)
+	assert.Zero(t, p.len())
+	assert.Zero(t, keep.size())
+}
