@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -21,7 +22,15 @@ type Driver struct {
 	// RetryAfter returns how long err asks the caller to wait (<= 0 for no
 	// opinion); the wait is a floor for the next delay. It may be nil.
 	RetryAfter func(err error) time.Duration
+	// Notify, if set, is told of each failed attempt that will be retried,
+	// with the delay before the next one, before the sleep: where a caller
+	// logs the failure and shows why it waits.
+	Notify func(attempt int, err error, next time.Duration)
 }
+
+// Forever is a MaxAttempts for a loop that ends only with success, a
+// permanent error or its context: the start-up loops that wait for NATS.
+const Forever = math.MaxInt
 
 // Do calls op up to Policy.MaxAttempts times, with exactly one sleep between
 // consecutive attempts and none after the last. It returns:
@@ -65,6 +74,9 @@ func (d Driver) Do(ctx context.Context, op func(ctx context.Context) error) erro
 			floor = d.RetryAfter(err)
 		}
 		delay := d.Policy.DelayWithFloor(uint64(attempt), src, floor)
+		if d.Notify != nil {
+			d.Notify(attempt, err, delay)
+		}
 		if err := sleep(ctx, delay); err != nil {
 			return stopped(attempt, err, last)
 		}

@@ -312,3 +312,42 @@ func TestExhaustedError(t *testing.T) {
 		})
 	}
 }
+
+// Notify hears of every failed attempt that is retried, with the delay
+// slept after it, and of none that is not.
+func TestDriverNotifiesEachRetry(t *testing.T) {
+	var s fakeSleep
+	d := seededDriver(&s)
+	type note struct {
+		attempt int
+		err     error
+		next    time.Duration
+	}
+	var notes []note
+	d.Notify = func(attempt int, err error, next time.Duration) { notes = append(notes, note{attempt, err, next}) }
+	calls := 0
+	err := d.Do(context.Background(), script(&calls, errBoom, errBoom, nil))
+	require.NoError(t, err)
+	assert.Equal(t, []note{{1, errBoom, seededSchedule[0]}, {2, errBoom, seededSchedule[1]}}, notes)
+	assert.Equal(t, seededSchedule[:2], s.delays)
+}
+
+// With Forever attempts, the loop ends only with its context.
+func TestDriverForeverEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	d := retry.Driver{
+		Policy: retry.Policy{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: retry.Forever},
+		Rand:   retry.NewRand(seed),
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			if calls == 1000 {
+				cancel()
+			}
+			return ctx.Err()
+		},
+	}
+	err := d.Do(ctx, script(&calls, errBoom))
+	assert.Equal(t, 1000, calls)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, errBoom)
+}
