@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // Ops runs the dead-letter operations. Set the fields, then call its
@@ -53,18 +55,7 @@ func (o *Ops) sleep(ctx context.Context, d time.Duration) error {
 	if o.Sleep != nil {
 		return o.Sleep(ctx, d)
 	}
-	return sleepCtx(ctx, d)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return retry.Sleep(ctx, d)
 }
 
 // checkConn fails fast when the connection is not up, instead of letting

@@ -118,29 +118,44 @@ var errRefused = errors.New("NATS refused the connection")
 // readiness reason, and retried at max (a rotated credentials file or a
 // fixed account may let it in).
 func dial(ctx context.Context, url string, opts []nats.Option, maxWait time.Duration, rnd retry.Source, log *slog.Logger, ready *readiness) (*nats.Conn, error) {
-	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
-	for attempt := uint64(1); ; attempt++ {
-		nc, err := nats.Connect(url, opts...)
-		if err == nil {
-			return nc, nil
+	var nc *nats.Conn
+	d := startDriver(maxWait, rnd)
+	d.RetryAfter = func(err error) time.Duration {
+		if errors.Is(err, errRefused) {
+			return d.Policy.Cap
 		}
-		wait, why := policy.Delay(attempt, rnd), WhyConnecting
-		if refused(err) {
-			why = WhyRefused
-			err = fmt.Errorf("%w: %w (check nats.user and NATS_PASSWORD, NATS_TOKEN, nats.creds, nats.nkey_seed, nats.tls.*)", errRefused, err)
-			wait = policy.Cap
-			log.Error("connecting to NATS", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
-		} else {
-			log.Warn("connecting to NATS", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
+		return 0
+	}
+	d.Notify = func(attempt int, err error, wait time.Duration) {
+		why, level := WhyConnecting, slog.LevelWarn
+		if errors.Is(err, errRefused) {
+			why, level = WhyRefused, slog.LevelError
 		}
+		log.Log(ctx, level, "connecting to NATS", slog.Int("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
 		ready.set(why, fmt.Sprintf("connecting to NATS at %s: attempt %d: %v", redactedURL(url), attempt, err))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+	}
+	err := d.Do(ctx, func(context.Context) error {
+		var err error
+		nc, err = nats.Connect(url, opts...)
+		if err != nil && refused(err) {
+			return fmt.Errorf("%w: %w (check nats.user and NATS_PASSWORD, NATS_TOKEN, nats.creds, nats.nkey_seed, nats.tls.*)", errRefused, err)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nc, nil
+}
+
+// startDriver is the retry loop of the start-up steps that wait for NATS:
+// every error is retried until ctx ends, the delay growing from
+// ConnectRetryBase to maxWait, full-jittered.
+func startDriver(maxWait time.Duration, rnd retry.Source) retry.Driver {
+	capped := max(maxWait, ConnectRetryBase)
+	return retry.Driver{
+		Policy: retry.Policy{Base: ConnectRetryBase, Cap: capped, MaxAttempts: retry.Forever, MaxServerWait: capped},
+		Rand:   rnd,
 	}
 }
 

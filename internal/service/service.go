@@ -92,21 +92,21 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	st := NewStateMetrics(reg)
 	ready := st.ready
+
+	// Each start phase hands its closer to up; up.stop ends what started,
+	// in the order it is written, after the consumer stops or a phase fails.
+	var up started
+	defer up.stop(log)
 	httpAddr, stopHTTP, err := serveHTTP(cfg.HTTP.Addr, deps.Registry, ready.get, log)
 	if err != nil {
 		return err
 	}
-	defer stopHTTP()
-
-	url, create := cfg.NATS.URL, cfg.Stream.Create
-	if embedded {
-		srv, err := startEmbedded(cfg.NATS.Listen, cfg.DataDir, log)
-		if err != nil {
-			return err
-		}
-		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-		url, create = srv.ClientURL(), true
+	up.http = stopHTTP
+	url, create, stopNATS, err := startNATS(cfg, log)
+	if err != nil {
+		return err
 	}
+	up.nats = stopNATS
 	opts := append(connectOptions(cfg.NATS, log, st.event), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			sm.refusals.Inc()
@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		log.Info("stopped before connecting to NATS")
 		return nil
 	}
-	defer nc.Close() // after the drain below; a no-op then
+	up.conn = nc
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	defer stopSink()
+	up.sink = stopSink
 	lim, budg, err := Controls(cfg)
 	if err != nil {
 		return err
@@ -185,34 +185,84 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		}
 		return true, "ok"
 	})
-
-	lagCtx, stopLag := context.WithCancel(ctx)
-	lagDone := make(chan struct{})
-	go func() {
-		defer close(lagDone)
-		lag.New(lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream},
-			reg, LagInterval, rnd, log).Run(lagCtx)
-	}()
+	up.lag = startLag(ctx, lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream}, reg, rnd, log)
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
 		slog.String("http", httpAddr))
 	runErr := consumer.Run(ctx, set.Consumer)
-	stopLag()
-	<-lagDone
-
-	// Flush every settlement before the connection goes. Draining only
-	// flushes what is already settled: it is quick, and bounded so that a
-	// whole stop stays within StopBudget.
-	drainCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
-	defer cancel()
-	if err := drain(drainCtx, nc); err != nil {
-		log.Warn("drain", slog.Any("error", err))
-	}
+	up.stop(log)
 	if runErr != nil {
 		return fmt.Errorf("consume: %w", runErr)
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// started is what Run has started, each part with its closer (nil until
+// it started).
+type started struct {
+	lag  func()
+	conn *nats.Conn
+	sink func()
+	nats func()
+	http func()
+}
+
+// stop ends whatever started, step by step in the order it runs; a second
+// call does nothing. The whole stop stays within StopBudget.
+func (s *started) stop(log *slog.Logger) {
+	// 1. Stop reading the backlog: it asks over the connection.
+	if s.lag != nil {
+		s.lag()
+	}
+	// 2. Drain the connection, which flushes every settlement. Draining
+	//    only flushes what is already settled: it is quick, and bounded.
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
+		if err := drain(ctx, s.conn); err != nil {
+			log.Warn("drain", slog.Any("error", err))
+		}
+		cancel()
+	}
+	// 3. Close the sink's idle connections and stop the demo's simulators.
+	if s.sink != nil {
+		s.sink()
+	}
+	// 4. Stop the embedded NATS server.
+	if s.nats != nil {
+		s.nats()
+	}
+	// 5. Stop the HTTP server last: /healthz and /readyz answer to the end.
+	if s.http != nil {
+		s.http()
+	}
+	*s = started{}
+}
+
+// startNATS starts the embedded server when the configuration names no
+// server; it returns the URL to dial, whether to create the topology, and
+// the embedded server's stop (nil when there is none).
+func startNATS(cfg config.Config, log *slog.Logger) (url string, create bool, stop func(), err error) {
+	if cfg.NATS.URL != "" {
+		return cfg.NATS.URL, cfg.Stream.Create, nil, nil
+	}
+	srv, err := startEmbedded(cfg.NATS.Listen, cfg.DataDir, log)
+	if err != nil {
+		return "", false, nil, err
+	}
+	return srv.ClientURL(), true, func() { srv.Shutdown(); srv.WaitForShutdown() }, nil
+}
+
+// startLag starts reading the backlog every LagInterval (jittered) until
+// ctx ends or the returned stop is called, which waits for it.
+func startLag(ctx context.Context, src lag.JetStream, reg prometheus.Registerer, rnd retry.Source, log *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lag.New(src, reg, LagInterval, rnd, log).Run(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // setUp finds (or creates) the streams, the records bucket and the durable,
@@ -221,43 +271,37 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 // will not change it.
 func setUp(ctx context.Context, js jetstream.JetStream, topo topology.Topology, create bool, maxWait time.Duration,
 	rnd retry.Source, log *slog.Logger, ready *readiness) (*topology.Setup, error) {
-	policy := retry.Policy{Base: ConnectRetryBase, Cap: max(maxWait, ConnectRetryBase), MaxAttempts: 1}
-	for attempt := uint64(1); ; attempt++ {
+	d := startDriver(maxWait, rnd)
+	d.Transient = func(err error) bool { return !errors.Is(err, topology.ErrMismatch) }
+	d.Notify = func(attempt int, err error, wait time.Duration) {
+		log.Error("waiting for the streams", slog.Int("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
+		ready.set(WhyStreams, err.Error())
+	}
+	var set *topology.Setup
+	err := d.Do(ctx, func(ctx context.Context) error {
 		ready.set(WhyStreams, "looking up the streams")
-		var set *topology.Setup
 		var err error
 		if create {
 			set, err = topology.Ensure(ctx, js, topo)
 		} else {
 			set, err = topology.Lookup(ctx, js, topo)
 		}
-		if err == nil {
-			for _, w := range set.Warnings {
-				log.Warn(w)
-			}
-			for _, r := range set.Reconciled {
-				log.Info(r)
-			}
-			if set.AckWait != topo.AckWait {
-				log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
-					slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", topo.AckWait))
-			}
-			return set, nil
-		}
-		if errors.Is(err, topology.ErrMismatch) || ctx.Err() != nil {
-			return nil, err
-		}
-		wait := policy.Delay(attempt, rnd)
-		log.Error("waiting for the streams", slog.Uint64("attempt", attempt), slog.Any("error", err), slog.Duration("retry_in", wait))
-		ready.set(WhyStreams, err.Error())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	for _, w := range set.Warnings {
+		log.Warn(w)
+	}
+	for _, r := range set.Reconciled {
+		log.Info(r)
+	}
+	if set.AckWait != topo.AckWait {
+		log.Warn("the durable's ack wait differs from consumer.ack_wait: following the durable's (--reconcile would change it)",
+			slog.Duration("durable_ack_wait", set.AckWait), slog.Duration("consumer.ack_wait", topo.AckWait))
+	}
+	return set, nil
 }
 
 // copyLimit is the largest dead-letter copy: the connection's max payload,
