@@ -10,11 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type parkedMsg struct {
-	jetstream.Msg
-	id int
-}
-
 // testKeepAlive is a keep-alive owner with one watch and a long ack wait,
 // on the given clock.
 func testKeepAlive(now func() time.Time) *keepAlive {
@@ -29,12 +24,12 @@ func TestTakeParkedGivesEachReadOnce(t *testing.T) {
 	keep := testKeepAlive(time.Now)
 	p := newPark(keep)
 	const n = 1000
-	for i := range n {
-		p.add(&parkedMsg{id: i})
+	for range n {
+		p.add(newFakeMsg(goodRead, 1))
 	}
 	require.Equal(t, n, p.len())
 	var mu sync.Mutex
-	seen := map[int]int{}
+	seen := map[jetstream.Msg]int{}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -47,15 +42,15 @@ func TestTakeParkedGivesEachReadOnce(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				seen[m.(*parkedMsg).id]++
+				seen[m]++
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 	assert.Len(t, seen, n)
-	for id, c := range seen {
-		assert.Equal(t, 1, c, "read %d", id)
+	for _, c := range seen {
+		assert.Equal(t, 1, c)
 	}
 	assert.Zero(t, p.len())
 	assert.Zero(t, keep.size(), "a taken read is no longer kept alive")
@@ -69,7 +64,7 @@ func TestParkIsOldestFirstAndRemovable(t *testing.T) {
 	t.Parallel()
 	keep := testKeepAlive(time.Now)
 	p := newPark(keep)
-	a, b, c := &parkedMsg{id: 1}, &parkedMsg{id: 2}, &parkedMsg{id: 3}
+	a, b, c := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
 	p.add(a)
 	p.add(b)
 	p.add(c)
@@ -88,15 +83,15 @@ func TestParkReleaseHandsEveryReadBack(t *testing.T) {
 	keep := testKeepAlive(time.Now)
 	p := newPark(keep)
 	const n = 40
-	for i := range n {
-		p.add(&parkedMsg{id: i})
+	for range n {
+		p.add(newFakeMsg(goodRead, 1))
 	}
 	var mu sync.Mutex
-	handedBack := map[int]bool{}
+	handedBack := map[jetstream.Msg]bool{}
 	got := p.release(func(m jetstream.Msg, err error) {
 		assert.ErrorIs(t, err, errStopping)
 		mu.Lock()
-		handedBack[m.(*parkedMsg).id] = true
+		handedBack[m] = true
 		mu.Unlock()
 	})
 	assert.Equal(t, n, got)
