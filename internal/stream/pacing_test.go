@@ -94,16 +94,18 @@ func measureSpread(t *testing.T) spread {
 	return s
 }
 
-func TestJitterSurvivesASteadyFailureRate(t *testing.T) {
+// Under a steady rate of failures around them, retried reads come back
+// exactly once each, never before their own jittered delay (measureSpread
+// requires both). How evenly and how late is logged, not asserted: it is a
+// timing figure of a loaded machine (-race, two cores), measured by
+// consumer-bench (the steady scenario, docs/PERFORMANCE.md) against the
+// same storm with NakWithDelay, whose server timer every delayed NAK
+// resets.
+func TestRetriesComeBackOnceAfterTheirDelayUnderASteadyFailureRate(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs for several seconds")
 	}
-	// Each tracked read comes back once, never before its own delay. How
-	// evenly and how late is logged, not asserted: it is a timing figure of
-	// a loaded machine (-race, two cores), measured by consumer-bench (the
-	// steady scenario, docs/PERFORMANCE.md) against the same storm with
-	// NakWithDelay, whose server timer every delayed NAK resets.
 	t.Logf("held in process, plain NAK when due: %s", measureSpread(t))
 }
 
