@@ -100,7 +100,7 @@ type Retry struct {
 	// floor a quiet replica may always retry at.
 	BudgetPercent      int `yaml:"budget_percent"`
 	BudgetMinPerSecond int `yaml:"budget_min_per_second"`
-	// MaxReadAge is the time budget: past this age (from its stream
+	// MaxReadAge is the age limit: past this age (from its stream
 	// timestamp) a read that fails transiently is dead-lettered with reason
 	// expired instead of retried. 0 turns it off.
 	MaxReadAge time.Duration `yaml:"max_read_age"`

@@ -530,7 +530,7 @@ func TestDeployment(t *testing.T) {
 }
 
 // TestGracePeriodCoversShutdown: the pod's grace period is longer than the
-// stop's budget (service.StopBudget: shutdown.timeout, the hand-back grace,
+// longest stop (service.MaxStop: shutdown.timeout, the hand-back grace,
 // the connection drain and the HTTP server's stop, one after the other) of
 // the example configuration and of the ConfigMap, with a margin for the
 // process's exit, so SIGKILL does not cut the hand-backs short.
@@ -544,9 +544,9 @@ func TestGracePeriodCoversShutdown(t *testing.T) {
 	require.NoError(t, err)
 	cm := loadConfigMap(t, m, nil)
 	for name, cfg := range map[string]config.Config{"example": example, "configmap": cm} {
-		budget := service.StopBudget(cfg.Shutdown.Timeout)
-		assert.GreaterOrEqual(t, grace, budget+exitMargin, "%s: grace period >= the stop's budget %s + %s", name, budget, exitMargin)
-		assert.LessOrEqual(t, grace, budget+2*exitMargin, "%s: not much longer either: a stuck pod holds its reads that long", name)
+		longest := service.MaxStop(cfg.Shutdown.Timeout)
+		assert.GreaterOrEqual(t, grace, longest+exitMargin, "%s: grace period >= the longest stop %s + %s", name, longest, exitMargin)
+		assert.LessOrEqual(t, grace, longest+2*exitMargin, "%s: not much longer either: a stuck pod holds its reads that long", name)
 	}
 }
 

@@ -95,7 +95,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		<-ctx.Done()
 		stop() // a second signal now gets the default action: exit at once
 		log.Info("shutting down; a second signal exits at once", slog.Duration("timeout", cfg.Shutdown.Timeout),
-			slog.Duration("budget", service.StopBudget(cfg.Shutdown.Timeout)))
+			slog.Duration("max_stop", service.MaxStop(cfg.Shutdown.Timeout)))
 	}()
 
 	reg := prometheus.NewRegistry()

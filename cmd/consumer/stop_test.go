@@ -21,12 +21,12 @@ import (
 
 var heldRe = regexp.MustCompile(`(?m)^meter_consumer_retry_held(?:\{[^}]*\})? (\S+)$`)
 
-// A stop with a full park ends inside service.StopBudget (the figure the
+// A stop with a full park ends inside service.MaxStop (the figure the
 // pod's terminationGracePeriodSeconds is set from), and hands every read
 // back to the server before the exit: none is left waiting for its ack wait.
 // The rate engine answers 503 to everything, the breaker opens and stays
 // open, and the reads pulled are parked until the stop.
-func TestAStopWithAFullParkEndsInsideTheStopBudget(t *testing.T) {
+func TestAStopWithAFullParkEndsWithinMaxStop(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
 	_, js := natstest.Connect(t, s)
@@ -76,13 +76,13 @@ func TestAStopWithAFullParkEndsInsideTheStopBudget(t *testing.T) {
 
 	before, err := cons.Info(t.Context())
 	require.NoError(t, err)
-	budget := service.StopBudget(shutdown)
-	code, took := p.Term(budget + 10*time.Second)
+	longest := service.MaxStop(shutdown)
+	code, took := p.Term(longest + 10*time.Second)
 	assert.Equal(t, 0, code)
-	assert.Less(t, took, budget, "the stop ends inside its budget")
-	t.Logf("stop with %v parked reads took %s; budget %s", held, took, budget)
+	assert.Less(t, took, longest, "the stop ends within MaxStop")
+	t.Logf("stop with %v parked reads took %s; MaxStop %s", held, took, longest)
 
-	assert.Equal(t, budget.String(), p.First("shutting down; a second signal exits at once")["budget"])
+	assert.Equal(t, longest.String(), p.First("shutting down; a second signal exits at once")["max_stop"])
 
 	// Every read the process held is back on the server: the test's own
 	// pull gets them all again at once, well before the ack wait (30s) would

@@ -104,7 +104,7 @@ type FleetRun struct {
 	MeanBusy     float64 `json:"engine_mean_busy"`
 	Peak         int     `json:"peak_calls_per_100ms"`
 	// PeakAckPending is the most reads the durable had delivered and not
-	// settled (its MaxAckPending slots in use), sampled every 100ms.
+	// settled (its MaxAckPending room in use), sampled every 100ms.
 	PeakAckPending int           `json:"peak_ack_pending"`
 	Stall          time.Duration `json:"longest_stall_ns"`
 

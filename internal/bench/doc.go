@@ -31,7 +31,7 @@
 //     cycle opens, and their first seconds;
 //   - retry-budget: one replica draining a backlog of which a fifth fails
 //     once, with the retry budget on and off: how long the retries it
-//     holds take, and the MaxAckPending slots they hold;
+//     holds take, and the MaxAckPending room they hold;
 //   - partial: one replica with the production options against a bare HTTP
 //     client of the same concurrency, draining a backlog against an engine
 //     of ample capacity whose latency spreads (uniform in 5-25ms, or long

@@ -13,7 +13,7 @@ import (
 // reads fail once with a 500 (transient, and no sign of overload: the
 // adaptive limit does not move), with the production options (the adaptive
 // limit and the retry budget on) and with the budget off: how long the
-// retries the budget holds take to come out, and the MaxAckPending slots
+// retries the budget holds take to come out, and the MaxAckPending room
 // they hold meanwhile.
 type RetryBudget struct {
 	N           int           `json:"n"`

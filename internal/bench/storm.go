@@ -33,7 +33,7 @@ type StormVariant struct {
 
 const (
 	stormDelay         = 2 * time.Second
-	stormMaxAckPending = 20_000 // every read waiting out its delay holds a slot
+	stormMaxAckPending = 20_000 // every read waiting out its delay holds MaxAckPending room
 	spreadWindow       = 100 * time.Millisecond
 )
 

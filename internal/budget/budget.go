@@ -22,17 +22,17 @@ type Options struct {
 // ErrOption wraps an option that is missing or out of range.
 var ErrOption = errors.New("budget: invalid option")
 
-const slots = 10
+const buckets = 10
 
 // Budget counts first attempts and retries over a sliding window of ten
-// slots and allows a retry while retries stay within the budget.
+// buckets and allows a retry while retries stay within the budget.
 type Budget struct {
-	o     Options
-	mu    sync.Mutex
-	slots [slots]slot
+	o       Options
+	mu      sync.Mutex
+	buckets [buckets]bucket
 }
 
-type slot struct {
+type bucket struct {
 	epoch           int64
 	firsts, retries float64
 }
@@ -53,14 +53,14 @@ func New(o Options) (*Budget, error) {
 	return &Budget{o: o}, nil
 }
 
-func (b *Budget) width() int64 { return max(int64(b.o.Window/slots), 1) }
+func (b *Budget) width() int64 { return max(int64(b.o.Window/buckets), 1) }
 
-// current returns the slot of now, emptied if it held an older epoch. Locked.
-func (b *Budget) current(now time.Duration) *slot {
+// current returns the bucket of now, emptied if it held an older epoch. Locked.
+func (b *Budget) current(now time.Duration) *bucket {
 	e := int64(now) / b.width()
-	s := &b.slots[e%slots]
+	s := &b.buckets[e%buckets]
 	if s.epoch != e {
-		*s = slot{epoch: e}
+		*s = bucket{epoch: e}
 	}
 	return s
 }
@@ -91,8 +91,8 @@ func (b *Budget) Allow() bool {
 	now := b.o.Clock.Mono()
 	e := int64(now) / b.width()
 	var firsts, retries float64
-	for _, s := range b.slots {
-		if e-s.epoch < slots {
+	for _, s := range b.buckets {
+		if e-s.epoch < buckets {
 			firsts += s.firsts
 			retries += s.retries
 		}

@@ -11,7 +11,7 @@
 // caller holds it and asks again later.
 //
 // Its window runs on the monotonic clock of Options.Clock: a step of the
-// wall clock neither empties it nor keeps stale slots in it.
+// wall clock neither empties it nor keeps stale buckets in it.
 //
 // A Budget is safe for concurrent use.
 package budget

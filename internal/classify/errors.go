@@ -58,7 +58,7 @@ const (
 	CauseConnection Cause = "connection"
 	CausePanic      Cause = "panic"
 	CauseShutdown   Cause = "shutdown"
-	// CauseUnsettled: a delivery past the attempt budget, because an earlier
+	// CauseUnsettled: a delivery past the attempt limit, because an earlier
 	// delivery ended without settling (a crash, an ack timeout, or a
 	// dead-letter copy that could not be stored).
 	CauseUnsettled Cause = "unsettled"

@@ -11,7 +11,7 @@ import (
 
 // DefaultPermanentStatuses are the HTTP statuses that fail the same way on
 // every attempt. Every other non-2xx status is transient: an unknown failure
-// must not throw a read away, the attempt budget bounds it and the dead-letter
+// must not throw a read away, the attempt limit bounds it and the dead-letter
 // subject keeps it.
 var DefaultPermanentStatuses = []int{400, 404, 405, 410, 413, 414, 415, 422}
 

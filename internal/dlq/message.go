@@ -20,9 +20,9 @@ type Reason string
 const (
 	// ReasonPermanent: the read failed in a way that will never succeed.
 	ReasonPermanent Reason = "permanent"
-	// ReasonExhausted: the read spent its attempt budget on transient failures.
+	// ReasonExhausted: the read spent its attempt limit on transient failures.
 	ReasonExhausted Reason = "exhausted"
-	// ReasonExpired: a transient failure came after the read's time budget
+	// ReasonExpired: a transient failure came after the read's age limit
 	// (retry.max_read_age) was spent: it missed its billing cycle and must
 	// be estimated.
 	ReasonExpired Reason = "expired"

@@ -79,7 +79,7 @@ permanent  http_422  2
 	assert.Equal(t, "no dead-lettered reads in METER_READS_DLQ match\n", e.out.String())
 }
 
-// Reads that missed their time budget are counted under their own reason.
+// Reads that missed their age limit are counted under their own reason.
 func TestStatsCountExpiredReads(t *testing.T) {
 	rs := append(reads(), read{subject: "meter.reads.north", reason: dlq.ReasonExpired, cause: "http_503", seq: 106,
 		ago: time.Minute, err: "downstream answered 503", data: payload("MTR-6")})

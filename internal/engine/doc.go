@@ -66,7 +66,7 @@
 // much again, never past MaxPause.
 //
 // Every window runs on the monotonic clock of Options.Clock: a step of the
-// wall clock neither empties one nor keeps stale slots in it.
+// wall clock neither empties one nor keeps stale buckets in it.
 //
 // A View is safe for concurrent use. It keeps no goroutine and no timer:
 // verdicts are computed from the clock at the time they are asked for.

@@ -5,19 +5,19 @@ import (
 	"time"
 )
 
-// slots is how many slots a window is kept in.
-const slots = 10
+// buckets is how many buckets a window is kept in.
+const buckets = 10
 
 // shares is the weight of calls, of those shed, and of the sheds answered
 // quickly (under half the latency baseline), over a sliding window of ten
-// slots.
+// buckets.
 type shares struct {
-	window time.Duration
-	slots  [slots]slot
+	window  time.Duration
+	buckets [buckets]bucket
 }
 
-// slot is one slot of a window.
-type slot struct {
+// bucket is one bucket of a window.
+type bucket struct {
 	epoch             int64
 	calls, shed, fast float64 // fast: sheds answered quickly
 	fresh, freshShed  float64 // weight of first attempts, and of those shed
@@ -31,15 +31,15 @@ type call struct {
 	shed, quick, served, retryAfter bool
 }
 
-func (s *shares) width() int64 { return max(int64(s.window/slots), 1) }
+func (s *shares) width() int64 { return max(int64(s.window/buckets), 1) }
 
 // add counts a call of weight c.w: shed or not (with a Retry-After or
 // not), a shed answered quickly, or answered.
 func (s *shares) add(now time.Duration, c call) {
 	e := int64(now) / s.width()
-	sl := &s.slots[e%slots]
+	sl := &s.buckets[e%buckets]
 	if sl.epoch != e {
-		*sl = slot{epoch: e}
+		*sl = bucket{epoch: e}
 	}
 	sl.calls += c.w
 	if c.w == 1 {
@@ -81,8 +81,8 @@ func (s *shares) add(now time.Duration, c call) {
 func (s *shares) share(now time.Duration, least, quick float64) (shed, fast float64, ok, retries bool) {
 	e := int64(now) / s.width()
 	var calls, fresh, freshShed, all float64
-	for _, sl := range s.slots {
-		if e-sl.epoch < slots {
+	for _, sl := range s.buckets {
+		if e-sl.epoch < buckets {
 			calls += sl.calls
 			all += sl.shed
 			fast += sl.fast
@@ -110,21 +110,21 @@ func (s *shares) share(now time.Duration, least, quick float64) (shed, fast floa
 // served is the share of the weight answered over the window, and whether
 // the calls weigh at least least.
 func (s *shares) served(now time.Duration, least float64) (float64, bool) {
-	return s.of(now, least, func(sl slot) float64 { return sl.served })
+	return s.of(now, least, func(sl bucket) float64 { return sl.served })
 }
 
 // throttled is the share of the weight shed with a Retry-After over the
 // window, and whether the calls weigh at least least.
 func (s *shares) throttled(now time.Duration, least float64) (float64, bool) {
-	return s.of(now, least, func(sl slot) float64 { return sl.throttled })
+	return s.of(now, least, func(sl bucket) float64 { return sl.throttled })
 }
 
-// of is the share of the weight that part picks out of each slot.
-func (s *shares) of(now time.Duration, least float64, part func(slot) float64) (float64, bool) {
+// of is the share of the weight that part picks out of each bucket.
+func (s *shares) of(now time.Duration, least float64, part func(bucket) float64) (float64, bool) {
 	e := int64(now) / s.width()
 	var calls, picked float64
-	for _, sl := range s.slots {
-		if e-sl.epoch < slots {
+	for _, sl := range s.buckets {
+		if e-sl.epoch < buckets {
 			calls += sl.calls
 			picked += part(sl)
 		}

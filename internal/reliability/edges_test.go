@@ -301,7 +301,7 @@ func operatorDurable(t *testing.T, name string, give jetstream.ConsumerConfig, w
 	w.publish("GOOD", 10, 0)
 	w.publish("FLAKY", 5, 0)
 	w.publish("DOOMED", 3, 0)
-	// The breaker is off: this scenario is about the attempt budget, here
+	// The breaker is off: this scenario is about the attempt limit, here
 	// 6 attempts with delays of at most 50, 100, 100, 100 and 100ms.
 	args := []string{"--nats-url", w.url, "--downstream-url", e.srv.URL, "--breaker=false", "--retry-cap", "100ms"}
 

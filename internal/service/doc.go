@@ -16,7 +16,7 @@
 // clean stop. Once consuming, it blocks until its context ends, then shuts
 // everything down in order: stop pulling and settle in-flight reads, drain
 // the connection, stop the embedded server, stop the HTTP server, within
-// [StopBudget] of its context's end (the embedded server's stop aside). It
+// [MaxStop] of its context's end (the embedded server's stop aside). It
 // logs a short start-up line (the version of [Deps], NATS, the stream, the
 // durable, the engine) and the whole configuration at debug. It is what
 // cmd/consumer runs, and what tests start in-process.

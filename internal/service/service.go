@@ -209,7 +209,7 @@ type started struct {
 }
 
 // stop ends whatever started, step by step in the order it runs; a second
-// call does nothing. The whole stop stays within StopBudget.
+// call does nothing. The whole stop stays within MaxStop.
 func (s *started) stop(log *slog.Logger) {
 	// 1. Stop reading the backlog: it asks over the connection.
 	if s.lag != nil {

@@ -10,7 +10,7 @@ import (
 // /readyz), the last step of a stop: a scrape in flight may finish.
 const HTTPStopTimeout = 5 * time.Second
 
-// StopBudget is the longest a graceful stop of Run takes, from the end of
+// MaxStop is the longest a graceful stop of Run takes, from the end of
 // its context to its return, with shutdown.timeout set to shutdown. Its
 // steps run one after the other:
 //
@@ -28,6 +28,6 @@ const HTTPStopTimeout = 5 * time.Second
 // A pod's terminationGracePeriodSeconds must be longer (deploy/kubernetes):
 // SIGKILL inside the budget cuts the hand-backs short, and their reads come
 // back only after the ack wait, each with one attempt spent.
-func StopBudget(shutdown time.Duration) time.Duration {
+func MaxStop(shutdown time.Duration) time.Duration {
 	return shutdown + stream.HandBackGrace + DrainTimeout + HTTPStopTimeout
 }

@@ -99,7 +99,7 @@ func TestARetryOverTheBudgetIsNotCharged(t *testing.T) {
 	}
 }
 
-// Past its time budget a read that fails transiently is dead-lettered with
+// Past its age limit a read that fails transiently is dead-lettered with
 // reason expired, instead of retried until its attempts are spent.
 func TestAReadPastItsAgeIsExpired(t *testing.T) {
 	t.Parallel()

@@ -216,7 +216,7 @@ func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
 }
 
 // An engine down from the start, with too few fresh reads in a read's
-// attempt budget for the breaker to open (20 in its window, 40 reads a
+// attempt limit for the breaker to open (20 in its window, 40 reads a
 // second, four attempts within 280ms): a read's last failure while the
 // engine serves no one and fails other reads too is the outage's, not the
 // read's. No read is dead-lettered; every read is billed once it is back.

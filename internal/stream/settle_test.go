@@ -44,7 +44,7 @@ func TestSettlementCarriedOut(t *testing.T) {
 		rec       Record
 		answer    error // the sink's; nil is a 2xx
 		cut       bool  // the stop's deadline ends during the call
-		old       bool  // published longer ago than the time budget
+		old       bool  // published longer ago than the age limit
 		dlqErr    error
 		stored    bool // a copy is found in the dead-letter stream
 
@@ -64,11 +64,11 @@ func TestSettlementCarriedOut(t *testing.T) {
 			want: []string{"term http_422"}, wantCalls: 1, wantCopy: "permanent http_422"},
 		{name: "invalid read", data: `{"meter_id":"MTR-1"}`, delivered: 1,
 			want: []string{"term invalid_payload"}, wantCopy: "permanent invalid_payload"},
-		{name: "past the budget: an earlier delivery crashed", delivered: 4,
+		{name: "past the attempt limit: an earlier delivery crashed", delivered: 4,
 			want: []string{"term exhausted"}, wantCopy: "exhausted unsettled"},
-		{name: "past the budget by hand-backs only", delivered: 4, rec: Record{HandBacks: 2},
+		{name: "past the attempt limit by hand-backs only", delivered: 4, rec: Record{HandBacks: 2},
 			want: []string{"ack"}, wantCalls: 1, wantRecord: Record{HandBacks: 2}},
-		{name: "hand-backs leave the budget to real calls", delivered: 4, rec: Record{HandBacks: 1}, answer: status(503),
+		{name: "hand-backs leave the attempt limit to real calls", delivered: 4, rec: Record{HandBacks: 1}, answer: status(503),
 			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted http_503"},
 		{name: "hand-backs are credited up to a bound", delivered: 150, rec: Record{HandBacks: 200},
 			want: []string{"term exhausted"}, wantCopy: "exhausted unsettled"},
@@ -82,7 +82,7 @@ func TestSettlementCarriedOut(t *testing.T) {
 			wantHeld: true, wantCalls: 1},
 		{name: "copy rejected", delivered: 1, answer: status(422), dlqErr: fmt.Errorf("%w: %w: too large", dlq.ErrPublish, dlq.ErrRejected),
 			wantHeld: true, wantCalls: 1},
-		{name: "transient past the read's time budget", delivered: 1, answer: status(503), old: true,
+		{name: "transient past the read's age limit", delivered: 1, answer: status(503), old: true,
 			want: []string{"term expired"}, wantCalls: 1, wantCopy: "expired http_503"},
 		{name: "cut by the stop's deadline", delivered: 1, cut: true,
 			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{HandBacks: 1}},
