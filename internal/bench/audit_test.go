@@ -10,14 +10,13 @@ import (
 	"github.com/meterline/meter-consumer/internal/bench"
 )
 
-// TestAuditScenario runs the audit scenario with the consumer binary, built
-// for it: the audit reports each planted finding and nothing else.
+// TestAuditScenario runs the audit scenario with the consumer binary: the audit reports each planted finding and nothing else.
 func TestAuditScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the consumer binary")
 	}
 	t.Parallel()
-	bin, err := bench.BuildConsumer(t.Context(), t.TempDir())
+	bin, err := consumerBinary()
 	require.NoError(t, err)
 	cfg := bench.Smoke()
 	cfg.Scenarios, cfg.AuditN, cfg.Binary = []string{bench.ScenarioAudit}, 2000, bin

@@ -3,53 +3,49 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
+	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/bench"
 	"github.com/meterline/meter-consumer/internal/meter"
-	"github.com/meterline/meter-consumer/internal/service"
 )
 
-// childEnv makes the test binary act as the consumer binary, for the memory
-// scenario's child process.
-const childEnv = "BENCH_TEST_CONSUMER_CHILD=1"
+// binDir holds the consumer binary the tests build, once.
+var binDir string
+
+// consumerBinary builds the consumer binary once for the package's tests:
+// the scenarios that run it as a process run the real one, as
+// consumer-bench does.
+var consumerBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "bench-consumer")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	return bench.BuildConsumer(context.Background(), dir)
+})
 
 func TestMain(m *testing.M) {
-	if os.Getenv("BENCH_TEST_CONSUMER_CHILD") == "1" {
-		os.Exit(runChild(os.Args[1:]))
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
-	goleak.VerifyTestMain(m)
-}
-
-// runChild is what cmd/consumer does with its flags, minus the log format
-// choice: the service on the configuration the flags give.
-func runChild(args []string) int {
-	cfg, err := config.Load(args, os.Getenv)
-	if err != nil {
-		os.Stderr.WriteString(err.Error() + "\n")
-		return 2
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := service.Run(ctx, cfg, service.Deps{Logger: log, Registry: prometheus.NewRegistry()}); err != nil {
-		log.Error("exiting", slog.Any("error", err))
-		return 1
-	}
-	return 0
+	os.Exit(code)
 }
 
 func TestRunSmoke(t *testing.T) {
@@ -62,9 +58,10 @@ func TestRunSmoke(t *testing.T) {
 	cfg.CapacityN, cfg.Replicas, cfg.FleetSlack, cfg.CycleWindow = 100, []int{2}, 2*time.Second, 300*time.Millisecond
 	cfg.PartialN, cfg.PartialFor = 100, time.Second
 	cfg.OutageN, cfg.OutageFor = 100, 300*time.Millisecond
-	cfg.Binary, cfg.BinaryEnv = os.Args[0], []string{childEnv}
-	// The child here is the service only: TestAuditScenario runs the audit
-	// with the real binary.
+	bin, err := consumerBinary()
+	require.NoError(t, err)
+	cfg.Binary = bin
+	// TestAuditScenario runs the audit with its own sizes.
 	cfg.Scenarios = slices.DeleteFunc(bench.Scenarios(), func(s string) bool { return s == bench.ScenarioAudit })
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
