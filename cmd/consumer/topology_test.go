@@ -89,3 +89,22 @@ func TestAnInterestDeadLetterStreamStopsStartUp(t *testing.T) {
 	assert.Contains(t, p.Output(), "dead-letter stream METER_READS_DLQ: settings the service cannot run on: retention is Interest, not Limits")
 	assert.Contains(t, p.Output(), "(--reconcile changes it)")
 }
+
+// A durable whose ack wait is shorter than consumer.handler_timeout stops
+// start-up with the binary's settings and the fix; the pipeline's own
+// message names only its options.
+func TestADurableAckWaitShorterThanTheHandlerTimeoutStopsStartUp(t *testing.T) {
+	t.Parallel()
+	s := natstest.Run(t)
+	_, js := natstest.Connect(t, s)
+	topo := service.Topology(must(config.Load([]string{"--nats-url", s.ClientURL(), "--replicas", "1", "--downstream-url", "http://127.0.0.1:1/reads"}, nil)))
+	topo.AckWait = 2 * time.Second
+	_, err := topology.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+
+	p := start(t, "--nats-url", s.ClientURL(), "--http-addr", "", "--downstream-url", "http://127.0.0.1:1/reads",
+		"--handler-timeout", "3s")
+	require.Eventually(t, p.Exited, 20*time.Second, 20*time.Millisecond, "start-up is refused, not waited out")
+	assert.Contains(t, p.Output(), "consumer.handler_timeout (3s) must be shorter than the durable's ack wait (2s)")
+	assert.Contains(t, p.Output(), "(--reconcile sets it to consumer.ack_wait)")
+}

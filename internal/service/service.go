@@ -147,6 +147,10 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Consumer.HandlerTimeout >= set.AckWait {
+		return fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (%s sets it to consumer.ack_wait)",
+			cfg.Consumer.HandlerTimeout, set.AckWait, config.Flag("stream.reconcile"))
+	}
 	po := PipelineOptions(cfg)
 	po.PullBatch, po.AckWait = set.PullBatch, set.AckWait // the durable's
 	po.Sink, po.SinkTimeout = sink, sink.Timeout()

@@ -135,7 +135,8 @@ func New(o Options) (*Consumer, error) {
 		return nil, fmt.Errorf("stream: DeadLetterRetry is required: %w", err)
 	}
 	if o.HandlerTimeout >= o.AckWait {
-		return nil, fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (--reconcile sets it to consumer.ack_wait)", o.HandlerTimeout, o.AckWait)
+		// The binary refuses this before (topology's check names its settings).
+		return nil, fmt.Errorf("stream: HandlerTimeout (%s) must be shorter than AckWait (%s), the durable's: a handled read would be redelivered under its worker", o.HandlerTimeout, o.AckWait)
 	}
 	if o.PullBatch <= 0 {
 		o.PullBatch = AutoPullBatch(o.Concurrency, o.HandlerTimeout, o.AckWait)
