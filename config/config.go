@@ -183,6 +183,10 @@ func (d Downstream) Access() downstream.Access {
 // HTTP is the service's own HTTP server (health and metrics).
 type HTTP struct {
 	Addr string `yaml:"addr"` // "" disables it
+	// PprofAddr serves net/http/pprof, for diagnostics; "" (the default)
+	// disables it. It is never served on Addr: profiles are not for
+	// whoever scrapes the metrics.
+	PprofAddr string `yaml:"pprof_addr"`
 }
 
 // Log is how the service logs.

@@ -84,6 +84,7 @@ var settings = []setting{
 	{flag: "downstream-headers", env: "CONSUMER_DOWNSTREAM_HEADERS", yaml: "downstream.headers", help: `extra headers on every request, "Name: value": repeat the flag, one a line in the environment, a mapping in YAML; not for secrets (values of names with key, token, auth, secret... are hidden in logs)`, field: func(c *Config) any { return &c.Downstream.Headers }},
 
 	{flag: "http-addr", env: "CONSUMER_HTTP_ADDR", yaml: "http.addr", help: `host:port of the health and metrics server; "" disables it`, field: func(c *Config) any { return &c.HTTP.Addr }},
+	{flag: "pprof-addr", env: "CONSUMER_PPROF_ADDR", yaml: "http.pprof_addr", help: `host:port of a profiling server (net/http/pprof) for diagnostics, such as "127.0.0.1:6060"; "" (the default) disables it; never the port of http.addr`, field: func(c *Config) any { return &c.HTTP.PprofAddr }},
 	{flag: "log-format", env: "CONSUMER_LOG_FORMAT", yaml: "log.format", help: "log format: auto, text or json", field: func(c *Config) any { return &c.Log.Format }},
 	{flag: "log-level", env: "CONSUMER_LOG_LEVEL", yaml: "log.level", help: "debug, info, warn or error", field: func(c *Config) any { return &c.Log.Level }},
 	{flag: "shutdown-timeout", env: "CONSUMER_SHUTDOWN_TIMEOUT", yaml: "shutdown.timeout", help: "time allowed for in-flight reads to finish on stop", field: func(c *Config) any { return &c.Shutdown.Timeout }},

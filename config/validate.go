@@ -281,6 +281,14 @@ func (c Config) validateService(p *problems) {
 	if c.HTTP.Addr != "" && !validAddr(c.HTTP.Addr) {
 		p.addf(`http.addr (%q) must be host:port with a port from 0 to 65535, such as ":8080" or "127.0.0.1:8080", or empty to disable`, c.HTTP.Addr)
 	}
+	if a := c.HTTP.PprofAddr; a != "" {
+		switch {
+		case !validAddr(a):
+			p.addf(`http.pprof_addr (%q) must be host:port with a port from 0 to 65535, such as "127.0.0.1:6060", or empty to disable`, a)
+		case c.HTTP.Addr != "" && samePort(a, c.HTTP.Addr):
+			p.addf(`http.pprof_addr (%q) must not share http.addr's port (%q): profiles are not served beside /metrics; pick another port, such as "127.0.0.1:6060"`, a, c.HTTP.Addr)
+		}
+	}
 	if !slices.Contains(logFormats, c.Log.Format) {
 		p.addf("log.format (%q) must be one of %s", c.Log.Format, strings.Join(logFormats, ", "))
 	}
@@ -310,6 +318,14 @@ func (c Config) validateService(p *problems) {
 	if c.Shutdown.Timeout <= 0 {
 		p.addf("shutdown.timeout (%s) must be > 0", c.Shutdown.Timeout)
 	}
+}
+
+// samePort reports whether two valid addresses name the same fixed port
+// (port 0 picks a free one: never the same).
+func samePort(a, b string) bool {
+	_, pa, _ := net.SplitHostPort(a)
+	_, pb, _ := net.SplitHostPort(b)
+	return pa == pb && pa != "0"
 }
 
 func validAddr(s string) bool {

@@ -103,6 +103,8 @@ func TestValidateRejects(t *testing.T) {
 		{"600 permanent status", func(c *config.Config) { c.Downstream.PermanentStatuses = []int{600} }, "downstream.permanent_statuses[0] (600) must be between 400 and 599"},
 		{"http addr without port", func(c *config.Config) { c.HTTP.Addr = "8080" }, `http.addr ("8080") must be host:port`},
 		{"http addr with a bad port", func(c *config.Config) { c.HTTP.Addr = ":99999" }, `http.addr (":99999") must be host:port`},
+		{"pprof addr without port", func(c *config.Config) { c.HTTP.PprofAddr = "6060" }, `http.pprof_addr ("6060") must be host:port`},
+		{"pprof addr on the metrics port", func(c *config.Config) { c.HTTP.PprofAddr = "127.0.0.1:8080" }, `http.pprof_addr ("127.0.0.1:8080") must not share http.addr's port (":8080")`},
 		{"log format", func(c *config.Config) { c.Log.Format = "xml" }, `log.format ("xml") must be one of auto, text, json`},
 		{"log level", func(c *config.Config) { c.Log.Level = "verbose" }, `log.level ("verbose") must be one of debug, info, warn, error`},
 		{"zero shutdown timeout", func(c *config.Config) { c.Shutdown.Timeout = 0 }, "shutdown.timeout (0s) must be > 0"},

@@ -2,6 +2,7 @@ package service
 
 import (
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,5 +25,17 @@ func Handler(reg *prometheus.Registry, ready func() (bool, string)) http.Handler
 		}
 		_, _ = w.Write([]byte(reason + "\n"))
 	})
+	return mux
+}
+
+// PprofHandler serves net/http/pprof under /debug/pprof/, for the
+// diagnostics server of http.pprof_addr (never the metrics server).
+func PprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }

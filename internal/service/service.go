@@ -102,6 +102,11 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 	up.http = stopHTTP
+	_, stopPprof, err := servePprof(cfg.HTTP.PprofAddr, log)
+	if err != nil {
+		return err
+	}
+	up.pprof = stopPprof
 	url, create, stopNATS, err := startNATS(cfg, log)
 	if err != nil {
 		return err
@@ -205,11 +210,12 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 // started is what Run has started, each part with its closer (nil until
 // it started).
 type started struct {
-	lag  func()
-	conn *nats.Conn
-	sink func()
-	nats func()
-	http func()
+	lag   func()
+	conn  *nats.Conn
+	sink  func()
+	nats  func()
+	http  func()
+	pprof func()
 }
 
 // stop ends whatever started, step by step in the order it runs; a second
@@ -236,9 +242,16 @@ func (s *started) stop(log *slog.Logger) {
 	if s.nats != nil {
 		s.nats()
 	}
-	// 5. Stop the HTTP server last: /healthz and /readyz answer to the end.
-	if s.http != nil {
-		s.http()
+	// 5. Stop the HTTP servers last: /healthz and /readyz answer to the
+	//    end (a profile in flight is cut at HTTPStopTimeout with them).
+	if s.http != nil || s.pprof != nil {
+		var wg sync.WaitGroup
+		for _, stop := range []func(){s.http, s.pprof} {
+			if stop != nil {
+				wg.Go(stop)
+			}
+		}
+		wg.Wait()
 	}
 	*s = started{}
 }
@@ -392,20 +405,35 @@ func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg
 
 // serveHTTP serves /metrics, /healthz and /readyz on addr ("" disables it).
 func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string), log *slog.Logger) (string, func(), error) {
+	return serve("http.addr", addr, Handler(reg, ready), log)
+}
+
+// servePprof serves the profiles on addr ("" disables it), for diagnostics.
+func servePprof(addr string, log *slog.Logger) (string, func(), error) {
+	bound, stop, err := serve("http.pprof_addr", addr, PprofHandler(), log)
+	if err == nil && bound != "" {
+		log.Warn("profiling server listening: for diagnostics, not for a production pod's every day", slog.String("pprof", bound))
+	}
+	return bound, stop, err
+}
+
+// serve serves h on addr until the returned stop, which gives requests in
+// flight HTTPStopTimeout to finish; setting names addr in errors.
+func serve(setting, addr string, h http.Handler, log *slog.Logger) (string, func(), error) {
 	if addr == "" {
 		return "", func() {}, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("http.addr %s: %w", addr, err)
+		return "", nil, fmt.Errorf("%s %s: %w", setting, addr, err)
 	}
-	srv := &http.Server{Handler: Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", slog.Any("error", err))
+			log.Error("http server", slog.String("setting", setting), slog.Any("error", err))
 		}
 	}()
 	return ln.Addr().String(), func() {
