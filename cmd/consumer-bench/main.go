@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,7 +45,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "consumer-binary", "smoke", "json", "cpuprofile"}
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "consumer-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
 
 // run parses the flags, runs the bench and prints its report; it returns
 // the exit code.
@@ -67,6 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
 		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (goroutines labelled side=...)")
+		doc        = fs.String("doc", "", "also rewrite the generated table of this doc (docs/PERFORMANCE.md; docs/RELIABILITY.md with --figures)")
+		from       = fs.String("from", "", "a report saved with --json: render it instead of running the bench")
+		figures    = fs.String("figures", "", "output of go test -v ./internal/reliability/ (- for stdin): its FIGURES lines are the table of --doc; runs no bench")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -80,6 +82,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "consumer-bench: unexpected argument %q (consumer-bench --help)\n", fs.Arg(0))
 		return exitBadUsage
+	}
+	if *figures != "" {
+		return writeFigures(*figures, *doc, stdout, stderr)
+	}
+	if *from != "" {
+		return renderSaved(*from, *doc, *jsonOut, stdout, stderr)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -162,16 +170,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
 		return exitFailure
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(struct {
-			*bench.Report
-			Table []bench.Row `json:"table"`
-		}{rep, rep.Rows()})
-	} else {
-		err = bench.WriteTable(stdout, rep)
+	if *doc != "" {
+		if err := writeDoc(*doc, bench.PerformanceSection(rep, rep.Rows())); err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+			return exitFailure
+		}
 	}
+	err = printReport(stdout, saved{rep, rep.Rows()}, *jsonOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
 		return exitFailure

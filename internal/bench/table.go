@@ -232,10 +232,14 @@ func engineState(r FleetRun) string {
 }
 
 // WriteTable prints the rows as an aligned table.
-func WriteTable(w io.Writer, r *Report) error {
+func WriteTable(w io.Writer, r *Report) error { return WriteRows(w, r, r.Rows()) }
+
+// WriteRows writes rows as WriteTable does, with r's run line: for a
+// report read back from --json, whose rows were saved with it.
+func WriteRows(w io.Writer, r *Report, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scenario\tmeasure\tbaseline\tours\tratio\ttarget\tmet\n")
-	for _, row := range r.Rows() {
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Scenario, row.Measure, row.Baseline, row.Ours, row.Ratio, row.Target, row.Met)
 	}
 	if err := tw.Flush(); err != nil {

@@ -283,8 +283,9 @@ func (w *world) checkLedger(e *engine, mayFail func(key string) bool, expectDead
 }
 
 func (f figures) log(t *testing.T, scenario string) {
-	t.Logf("FIGURES %s: published=%d delivered=%d dead-lettered=%d lost=%d duplicate-dead-letters=%d downstream-calls=%d recovery=%s",
-		scenario, f.Published, f.Delivered, f.DeadLettered, f.Lost, f.DuplicateDeadLetters, f.Calls, f.Recovery.Round(time.Millisecond))
+	// consumer-bench --figures reads these lines into docs/RELIABILITY.md.
+	t.Logf("FIGURES %s: test=%s published=%d delivered=%d dead-lettered=%d lost=%d duplicate-dead-letters=%d downstream-calls=%d recovery=%s",
+		scenario, t.Name(), f.Published, f.Delivered, f.DeadLettered, f.Lost, f.DuplicateDeadLetters, f.Calls, f.Recovery.Round(time.Millisecond))
 }
 
 // logState logs the durable's and the stream's state, to tell a stuck read

@@ -1,0 +1,89 @@
+package bench_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/bench"
+)
+
+// The tables committed in the docs are the generator's: each doc has its
+// section, in the shape consumer-bench --doc writes.
+func TestDocsHoldGeneratedTables(t *testing.T) {
+	for _, tc := range []struct{ path, kind string }{
+		{"../../docs/PERFORMANCE.md", "performance"},
+		{"../../docs/RELIABILITY.md", "reliability"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			b, err := os.ReadFile(tc.path)
+			require.NoError(t, err)
+			section, err := bench.Section(b)
+			require.NoError(t, err, "regenerate it: see the command at the top of %s", tc.path)
+			assert.NoError(t, bench.CheckSection(section, tc.kind))
+		})
+	}
+}
+
+const suiteOutput = `=== RUN   TestOutageTenTimesTheRetryBudget
+    ledger_test.go:287: FIGURES outage: test=TestOutageTenTimesTheRetryBudget published=294 delivered=294 dead-lettered=0 lost=0 duplicate-dead-letters=0 downstream-calls=312 recovery=650ms
+--- PASS: TestOutageTenTimesTheRetryBudget (14.20s)
+    ledger_test.go:287: FIGURES hostile-input: test=TestHostileInputIsDeadLetteredPrecisely published=241 delivered=181 dead-lettered=60 lost=0 duplicate-dead-letters=0 downstream-calls=181 recovery=0s
+    ledger_test.go:287: FIGURES outage: test=TestOutageTenTimesTheRetryBudget published=294 delivered=294 dead-lettered=0 lost=0 duplicate-dead-letters=0 downstream-calls=310 recovery=700ms
+`
+
+// The fault suite's FIGURES lines become the reliability table, one row
+// per scenario (the last line of a scenario run twice), sorted.
+func TestReliabilitySectionFromTheSuitesFigures(t *testing.T) {
+	figs, err := bench.ParseFigures(strings.NewReader(suiteOutput))
+	require.NoError(t, err)
+	require.Len(t, figs, 2)
+	section := bench.ReliabilitySection(figs, time.Date(2026, 12, 2, 20, 0, 0, 0, time.UTC))
+	assert.Equal(t, `Run on 2026-12-02 20:00 UTC: 2 scenarios.
+
+| scenario | test | published | delivered | dead-lettered | lost | duplicated dead-letters | downstream calls | time to recover |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| hostile-input | `+"`TestHostileInputIsDeadLetteredPrecisely`"+` | 241 | 181 | 60 | 0 | 0 | 181 | — |
+| outage | `+"`TestOutageTenTimesTheRetryBudget`"+` | 294 | 294 | 0 | 0 | 0 | 310 | 700ms |
+`, section)
+	assert.NoError(t, bench.CheckSection(section, "reliability"))
+
+	_, err = bench.ParseFigures(strings.NewReader("--- PASS: TestX\n"))
+	assert.ErrorContains(t, err, "no FIGURES line")
+}
+
+// A section is replaced between its markers, the rest of the doc kept; a
+// doc without the markers is an error that says what to add.
+func TestReplaceSection(t *testing.T) {
+	doc := "# Doc\n\nprose\n\n" + bench.TableBegin + "\n\nold\n\n" + bench.TableEnd + "\n\nmore prose\n"
+	out, err := bench.ReplaceSection([]byte(doc), "new table\n")
+	require.NoError(t, err)
+	assert.Equal(t, "# Doc\n\nprose\n\n"+bench.TableBegin+"\n\nnew table\n\n"+bench.TableEnd+"\n\nmore prose\n", string(out))
+	got, err := bench.Section(out)
+	require.NoError(t, err)
+	assert.Equal(t, "new table", got)
+
+	_, err = bench.ReplaceSection([]byte("# Doc\n"), "x")
+	require.ErrorIs(t, err, bench.ErrNoSection)
+	assert.ErrorContains(t, err, bench.TableBegin)
+}
+
+// CheckSection refuses what the generator would not write.
+func TestCheckSection(t *testing.T) {
+	r := &bench.Report{Started: time.Date(2026, 12, 2, 20, 0, 0, 0, time.UTC), GoVersion: "go1.26.8", CPUs: 2, Took: time.Minute}
+	r.Config.Scenarios = []string{"overhead"}
+	good := bench.PerformanceSection(r, []bench.Row{{Scenario: "overhead pull 32", Measure: "msgs/s", Baseline: "bare 1/s", Ours: "1/s", Ratio: "1.00", Target: ">= 0.85", Met: "yes"}})
+	require.NoError(t, bench.CheckSection(good, "performance"))
+	for name, bad := range map[string]string{
+		"no run line":    strings.SplitN(good, "\n", 3)[2],
+		"a cell missing": strings.Replace(good, "| 1.00 |", "|", 1),
+		"met not yes/no": strings.Replace(good, "| yes |", "| maybe |", 1),
+		"another header": strings.Replace(good, "| ratio |", "| share |", 1),
+	} {
+		assert.Error(t, bench.CheckSection(bad, "performance"), name)
+	}
+}
