@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -26,45 +25,6 @@ func pullerEnv(t *testing.T, n int) (jetstream.JetStream, jetstream.Consumer) {
 	cons, err := js.CreateOrUpdateConsumer(ctx, "READS", jetstream.ConsumerConfig{Durable: "d", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
 	require.NoError(t, err)
 	return js, cons
-}
-
-// A pause drains the client buffer into the handler, so no pulled read is
-// thrown away (each would have burnt an attempt); a resume pulls again.
-func TestPullerPauseHandsBufferedReadsToTheHandler(t *testing.T) {
-	t.Parallel()
-	_, cons := pullerEnv(t, 50)
-	var mu sync.Mutex
-	got := 0
-	p := newPuller(cons, func(m jetstream.Msg) {
-		time.Sleep(time.Millisecond) // a slow handler: the buffer fills
-		require.NoError(t, m.Ack())
-		mu.Lock()
-		got++
-		mu.Unlock()
-	}, jetstream.PullMaxMessages(20))
-	count := func() int { mu.Lock(); defer mu.Unlock(); return got }
-
-	require.NoError(t, p.resume())
-	require.NoError(t, p.resume(), "a second resume is a no-op")
-	assert.True(t, p.pulling())
-	require.Eventually(t, func() bool { return count() > 0 }, 5*time.Second, time.Millisecond)
-	require.True(t, p.pause(5*time.Second))
-	assert.False(t, p.pulling())
-	paused := count()
-	info, err := cons.Info(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, uint64(paused), info.Delivered.Consumer, "every delivered read reached the handler")
-	assert.Zero(t, info.NumAckPending)
-	assert.True(t, p.pause(time.Second), "pausing a paused puller is a no-op")
-
-	require.NoError(t, p.resume())
-	require.Eventually(t, func() bool { return count() == 50 }, 5*time.Second, time.Millisecond)
-	require.True(t, p.pause(5*time.Second))
-	select {
-	case <-p.unexpected:
-		t.Fatal("a pause is not an unexpected end")
-	default:
-	}
 }
 
 // A consume the server ends (the durable deleted under it) is reported on
