@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/classify"
 	sink "github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 )
@@ -247,7 +248,9 @@ func TestAccessOpensTheRateEngine(t *testing.T) {
 	cfg, err := config.Load([]string{"--config", file, "--downstream-url", srv.URL + "/reads", "--downstream-token-file", f.token},
 		env(map[string]string{"CONSUMER_DOWNSTREAM_CERT": f.cert, "CONSUMER_DOWNSTREAM_KEY": f.key}))
 	require.NoError(t, err)
-	h, err := sink.NewHTTP(sink.HTTPOptions{URL: cfg.Downstream.URL, Timeout: cfg.Downstream.Timeout, Access: cfg.Downstream.Access()})
+	cls, err := classify.NewHTTP(cfg.Downstream.PermanentStatuses, nil)
+	require.NoError(t, err)
+	h, err := sink.NewHTTP(sink.HTTPOptions{URL: cfg.Downstream.URL, Timeout: cfg.Downstream.Timeout, Classifier: cls, Access: cfg.Downstream.Access()})
 	require.NoError(t, err)
 	r, err := meter.Decode([]byte(`{"meter_id":"MTR-1","read_at":"2026-11-30T07:00:00Z","quantity":"1","unit":"kWh"}`))
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
@@ -87,7 +88,11 @@ func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink bounde
 // httpSink is the binary's HTTP sink posting to url with the binary's
 // downstream.timeout and consumer.concurrency.
 func httpSink(url string) (*downstream.HTTP, error) {
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: url, Timeout: config.Default().Downstream.Timeout, Concurrency: httpConcurrency})
+	cls, err := classify.NewHTTP(config.Default().Downstream.PermanentStatuses, nil)
+	if err != nil {
+		return nil, err
+	}
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: url, Timeout: config.Default().Downstream.Timeout, Classifier: cls, Concurrency: httpConcurrency})
 	if err != nil {
 		return nil, fmt.Errorf("http sink: %w", err)
 	}

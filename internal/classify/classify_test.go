@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/meterline/meter-consumer/config"
 	"io"
 	"net"
 	"os"
@@ -67,7 +68,7 @@ func TestOf(t *testing.T) {
 }
 
 func TestHTTPStatus(t *testing.T) {
-	h, err := classify.NewHTTP(nil, nil)
+	h, err := classify.NewHTTP(binaryPermanent, nil)
 	require.NoError(t, err)
 	tests := []struct {
 		give      int
@@ -131,7 +132,7 @@ func TestHTTPConfigurablePermanentSet(t *testing.T) {
 
 func TestHTTPRetryAfter(t *testing.T) {
 	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
-	h, err := classify.NewHTTP(nil, func() time.Time { return now })
+	h, err := classify.NewHTTP(binaryPermanent, func() time.Time { return now })
 	require.NoError(t, err)
 
 	tests := []struct {
@@ -214,7 +215,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 }
 
 func ExampleHTTP_Status() {
-	h, _ := classify.NewHTTP(nil, nil)
+	h, _ := classify.NewHTTP(binaryPermanent, nil)
 	for _, code := range []int{200, 422, 429, 503, 418} {
 		err := h.Status(code, "2")
 		if err == nil {
@@ -237,7 +238,7 @@ func FuzzStatus(f *testing.F) {
 		f.Add(code, "2")
 	}
 	f.Add(503, "Mon, 30 Nov 2026 07:00:10 GMT")
-	h, err := classify.NewHTTP(nil, func() time.Time { return time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC) })
+	h, err := classify.NewHTTP(binaryPermanent, func() time.Time { return time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC) })
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func FuzzStatus(f *testing.F) {
 		if ce == nil || !causes[ce.Cause] {
 			t.Fatalf("%d: cause outside the closed set: %v", code, ce)
 		}
-		if ce.Class == classify.Permanent && !slices.Contains(classify.DefaultPermanentStatuses, code) {
+		if ce.Class == classify.Permanent && !slices.Contains(binaryPermanent, code) {
 			t.Fatalf("%d classified permanent", code)
 		}
 		if ce.RetryAfter < 0 || ce.RetryAfter > 24*time.Hour {
@@ -265,3 +266,6 @@ func FuzzStatus(f *testing.F) {
 		}
 	})
 }
+
+// binaryPermanent is the binary's default list of permanent statuses.
+var binaryPermanent = config.Default().Downstream.PermanentStatuses

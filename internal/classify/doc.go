@@ -4,8 +4,8 @@
 //
 // The decision is carried by *Error, which callers match with errors.As;
 // nothing in the project matches on error strings. HTTP responses are
-// classified by HTTP (2xx success; 400, 404, 405, 410, 413, 414, 415 and 422
-// permanent by default; every other status transient), network failures and
+// classified by HTTP (2xx success; the statuses it is given permanent, the
+// binary's list being config's; every other status transient), network failures and
 // timeouts by Of, and Retry-After is parsed in both of its forms by
 // ParseRetryAfter. ErrShutdown marks work abandoned because the process is
 // stopping, which is not the read's fault.

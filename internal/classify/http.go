@@ -9,26 +9,20 @@ import (
 	"time"
 )
 
-// DefaultPermanentStatuses are the HTTP statuses that fail the same way on
-// every attempt. Every other non-2xx status is transient: an unknown failure
-// must not throw a read away, the attempt limit bounds it and the dead-letter
-// subject keeps it.
-var DefaultPermanentStatuses = []int{400, 404, 405, 410, 413, 414, 415, 422}
-
-// HTTP classifies HTTP responses. The zero value uses
-// DefaultPermanentStatuses and the wall clock. It is safe for concurrent use
-// once built.
+// HTTP classifies HTTP responses. Build it with NewHTTP; it is safe for
+// concurrent use.
 type HTTP struct {
 	permanent map[int]bool
 	now       func() time.Time
 }
 
-// NewHTTP returns a classifier that treats the given statuses as permanent
-// (nil means DefaultPermanentStatuses). now may be nil for the wall clock.
+// NewHTTP returns a classifier that treats the given statuses as permanent:
+// those that fail the same way on every attempt (the binary's list is
+// config's downstream.permanent_statuses). Every other non-2xx status is
+// transient: an unknown failure must not throw a read away, the attempt
+// limit bounds it and the dead-letter subject keeps it. now may be nil for
+// the wall clock.
 func NewHTTP(permanent []int, now func() time.Time) (*HTTP, error) {
-	if permanent == nil {
-		permanent = DefaultPermanentStatuses
-	}
 	set := make(map[int]bool, len(permanent))
 	for _, s := range permanent {
 		if s < 400 || s > 599 {
@@ -72,32 +66,16 @@ func (h *HTTP) Status(code int, retryAfter string) error {
 	if code >= 200 && code <= 299 {
 		return nil
 	}
-	permanent := h.permanent
-	if permanent == nil {
-		permanent = defaultSet
-	}
 	e := &Error{Class: Transient, Cause: StatusCause(code), Err: &StatusError{Code: code}}
-	if permanent[code] {
+	if h.permanent[code] {
 		e.Class = Permanent
 		return e
 	}
-	now := h.now
-	if now == nil {
-		now = time.Now
-	}
-	if d, ok := ParseRetryAfter(retryAfter, now()); ok {
+	if d, ok := ParseRetryAfter(retryAfter, h.now()); ok {
 		e.RetryAfter = d
 	}
 	return e
 }
-
-var defaultSet = func() map[int]bool {
-	m := make(map[int]bool, len(DefaultPermanentStatuses))
-	for _, s := range DefaultPermanentStatuses {
-		m[s] = true
-	}
-	return m
-}()
 
 // StatusError is a non-2xx HTTP status from the downstream.
 type StatusError struct {

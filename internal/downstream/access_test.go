@@ -78,7 +78,7 @@ func assertNoToken(t *testing.T, what, s string) {
 func tokenSink(t *testing.T, srv *httptest.Server, sec *secret, clk *clock, log *syncBuffer) *downstream.HTTP {
 	t.Helper()
 	o := downstream.HTTPOptions{
-		URL: srv.URL, Timeout: 2 * time.Second,
+		URL: srv.URL, Timeout: 2 * time.Second, Classifier: binaryClassifier,
 		Access: downstream.Access{TokenFile: sec.path("token"), CAFile: caOf(t, srv), ReloadInterval: 10 * time.Second},
 		Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -195,7 +195,7 @@ func TestTokenFileAtStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "https://127.0.0.1/reads", Timeout: time.Second,
+			_, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: "https://127.0.0.1/reads", Timeout: time.Second,
 				Access: downstream.Access{TokenFile: tt.give, ReloadInterval: 10 * time.Second}})
 			require.Error(t, err)
 			if tt.wantErr != nil {
@@ -225,7 +225,7 @@ func TestMutualTLS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, Access: tt.give})
+			h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second, Access: tt.give})
 			require.NoError(t, err)
 			defer h.CloseIdle()
 			err = h.Deliver(t.Context(), mustRead(t))
@@ -252,7 +252,7 @@ func TestClientCertificateIsReadAgainWhenItChanges(t *testing.T) {
 	sec := newSecret(t, map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM})
 	clk := newClock()
 	var log syncBuffer
-	o := downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second,
+	o := downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second,
 		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), ReloadInterval: 10 * time.Second},
 		Logger: slog.New(slog.NewJSONHandler(&log, nil))}
 	h, err := downstream.NewHTTP(downstream.WithClock(o, clk.Mono))
@@ -294,7 +294,7 @@ func TestCustomCA(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second,
+			h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second,
 				Access: downstream.Access{CAFile: tt.ca}})
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
@@ -325,7 +325,7 @@ func TestTLSOptionsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.give.URL, tt.give.Timeout = "https://127.0.0.1/reads", time.Second
+			tt.give.URL, tt.give.Timeout, tt.give.Classifier = "https://127.0.0.1/reads", time.Second, binaryClassifier
 			_, err := downstream.NewHTTP(tt.give)
 			assert.ErrorContains(t, err, tt.want)
 		})
@@ -335,7 +335,7 @@ func TestTLSOptionsRefused(t *testing.T) {
 func TestStaticHeadersUserAgentAndTraceParent(t *testing.T) {
 	rec := &recorder{}
 	srv := tlsServer(t, rec)
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, Access: downstream.Access{
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second, Access: downstream.Access{
 		CAFile: caOf(t, srv), Headers: map[string]string{"x-tenant": "north", "X-Region": "eu-west, eu-north"},
 	}})
 	require.NoError(t, err)
@@ -366,7 +366,7 @@ func TestStaticHeadersUserAgentAndTraceParent(t *testing.T) {
 		})
 	}
 
-	h, err = downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, UserAgent: "billing-bridge/2",
+	h, err = downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second, UserAgent: "billing-bridge/2",
 		Access: downstream.Access{CAFile: caOf(t, srv)}})
 	require.NoError(t, err)
 	require.NoError(t, h.Deliver(t.Context(), mustRead(t)))
@@ -398,7 +398,7 @@ func TestHeadersThatClashAreRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := downstream.HTTPOptions{URL: "http://127.0.0.1/reads", Timeout: time.Second, Access: downstream.Access{Headers: tt.give}}
+			o := downstream.HTTPOptions{Classifier: binaryClassifier, URL: "http://127.0.0.1/reads", Timeout: time.Second, Access: downstream.Access{Headers: tt.give}}
 			if tt.withToken {
 				o.Access.TokenFile = filepath.Join(t.TempDir(), "token")
 				o.Access.ReloadInterval = 10 * time.Second
@@ -427,7 +427,7 @@ func TestRedirectsAreNotFollowedOverCustomTLS(t *testing.T) {
 	srv := p.mtlsServer(t, mux)
 	certPEM, keyPEM := p.leaf(t, "meter-consumer", x509.ExtKeyUsageClientAuth)
 	sec := newSecret(t, map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "token": []byte(tokOne)})
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL + "/reads", Timeout: 2 * time.Second,
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL + "/reads", Timeout: 2 * time.Second,
 		Access: downstream.Access{CAFile: p.CAFile, CertFile: sec.path("tls.crt"), KeyFile: sec.path("tls.key"), TokenFile: sec.path("token"), ReloadInterval: 10 * time.Second}})
 	require.NoError(t, err)
 	err = h.Deliver(t.Context(), mustRead(t))
@@ -442,7 +442,7 @@ func ExampleWithTraceParent() {
 		fmt.Println(r.Header.Get("Traceparent"))
 		fmt.Println(r.Header.Get("X-Tenant"))
 	}))
-	h, _ := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: time.Second,
+	h, _ := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: time.Second,
 		Access: downstream.Access{Headers: map[string]string{"X-Tenant": "north"}}})
 	// The traceparent header of the NATS message that carried the read.
 	ctx := downstream.WithTraceParent(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")

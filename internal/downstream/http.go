@@ -40,7 +40,8 @@ type HTTPOptions struct {
 	Timeout time.Duration
 	// Concurrency sizes the connection pool (idle connections per host).
 	Concurrency int
-	// Classifier decides permanent statuses; nil means the defaults.
+	// Classifier decides permanent statuses; required (the binary builds it
+	// from config's downstream.permanent_statuses).
 	Classifier *classify.HTTP
 	// Client replaces the built-in client (tests); its Timeout is left as
 	// is, its CheckRedirect is replaced: redirects are never followed. It
@@ -86,7 +87,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		return nil, fmt.Errorf("downstream timeout (%s): must be > 0", o.Timeout)
 	}
 	if o.Classifier == nil {
-		o.Classifier, _ = classify.NewHTTP(nil, nil)
+		return nil, errors.New("downstream classifier: required")
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = version.Get().UserAgent()

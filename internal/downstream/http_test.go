@@ -39,7 +39,7 @@ func TestDeliverPostsTheNormalisedRead(t *testing.T) {
 		_ = dec.Decode(&got.body)
 	}))
 	defer srv.Close()
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: time.Second, Concurrency: 4})
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: time.Second, Concurrency: 4})
 	require.NoError(t, err)
 
 	require.NoError(t, h.Deliver(t.Context(), mustRead(t)))
@@ -89,7 +89,7 @@ func TestDeliverClassifies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: tt.url, Timeout: 200 * time.Millisecond})
+			h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: tt.url, Timeout: 200 * time.Millisecond})
 			require.NoError(t, err)
 			err = h.Deliver(t.Context(), mustRead(t))
 			var ce *classify.Error
@@ -111,7 +111,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: time.Second, Concurrency: 2})
+	h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: time.Second, Concurrency: 2})
 	require.NoError(t, err)
 	for range 50 {
 		require.NoError(t, h.Deliver(t.Context(), mustRead(t)))
@@ -121,11 +121,11 @@ func TestConnectionsAreReused(t *testing.T) {
 
 func TestNewHTTPValidates(t *testing.T) {
 	for _, u := range []string{"", "ftp://x/y", "/reads", "http://", "ftp://bob:pa55word@x/y", "http://bob:pa55word@x:port/y"} {
-		_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: u, Timeout: time.Second})
+		_, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: u, Timeout: time.Second})
 		require.Error(t, err, u)
 		assert.NotContains(t, err.Error(), "pa55word")
 	}
-	_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "http://x/reads"})
+	_, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: "http://x/reads"})
 	assert.ErrorContains(t, err, "timeout")
 }
 
@@ -164,7 +164,7 @@ func ExampleHTTP_Deliver() {
 		fmt.Println(string(b))
 	}))
 	defer srv.Close()
-	h, _ := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: time.Second})
+	h, _ := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: time.Second})
 	r, _ := meter.Decode([]byte(`{"meter_id":"MTR-9","read_at":"2026-11-30T07:00:00Z","quantity":"0.1","unit":"m3"}`))
 	fmt.Println(h.Deliver(context.Background(), r))
 	// Output:
@@ -195,7 +195,7 @@ func TestRedirectsAreNeverFollowed(t *testing.T) {
 	for _, client := range []*http.Client{nil, {}} {
 		for _, code := range []int{300, 301, 302, 303, 304, 305, 307, 308} {
 			t.Run(fmt.Sprintf("%d custom-client=%v", code, client != nil), func(t *testing.T) {
-				h, err := downstream.NewHTTP(downstream.HTTPOptions{URL: fmt.Sprintf("%s/reads/%d", srv.URL, code), Timeout: time.Second, Client: client})
+				h, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: fmt.Sprintf("%s/reads/%d", srv.URL, code), Timeout: time.Second, Client: client})
 				require.NoError(t, err)
 				err = h.Deliver(t.Context(), mustRead(t))
 				var ce *classify.Error

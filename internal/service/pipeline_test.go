@@ -106,7 +106,7 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 		{"downstream.Access.ReloadInterval", func() error {
 			a := cfg.Downstream.Access()
 			a.TokenFile, a.ReloadInterval = "/run/secrets/token", 0
-			_, err := downstream.NewHTTP(downstream.HTTPOptions{URL: "http://127.0.0.1:1/reads", Timeout: cfg.Downstream.Timeout, Access: a})
+			_, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: "http://127.0.0.1:1/reads", Timeout: cfg.Downstream.Timeout, Access: a})
 			return err
 		}},
 		{"topology.Topology.DLQDuplicates", func() error {

@@ -30,7 +30,7 @@ func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
 		o := e.options(81)
 		o.Concurrency = 32
 		o.Policy.MaxAttempts = 8
-		sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
+		sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
 		require.NoError(t, err)
 		o.Sink = sink
 		if adaptive {

@@ -197,7 +197,7 @@ func TestShedsOfAnOverloadedEngineAreNotCharged(t *testing.T) {
 	t.Cleanup(srv.Close)
 	o := e.options(96)
 	o.Concurrency, o.Policy.MaxAttempts = 32, 3
-	sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
+	sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
 	require.NoError(t, err)
 	o.Sink = sink
 	const reads = 300

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/natstest"
@@ -166,7 +168,7 @@ func testPolicy() retry.Policy {
 
 func (e *env) options(seed uint64) stream.Options {
 	e.t.Helper()
-	sink, err := downstream.NewHTTP(downstream.HTTPOptions{URL: e.re.srv.URL, Timeout: 2 * time.Second, Concurrency: 64})
+	sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: e.re.srv.URL, Timeout: 2 * time.Second, Concurrency: 64})
 	require.NoError(e.t, err)
 	return stream.Options{
 		Policy:           testPolicy(),
@@ -309,3 +311,12 @@ func (l *logRecorder) byMessage(msg string) []logged {
 	}
 	return out
 }
+
+// binaryClassifier classifies statuses as the binary does by default.
+var binaryClassifier = func() *classify.HTTP {
+	h, err := classify.NewHTTP(config.Default().Downstream.PermanentStatuses, nil)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()

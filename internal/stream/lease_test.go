@@ -101,7 +101,7 @@ func TestAReplicaCutOffPastTheAckWaitDoesNotNakAnotherReplicasDelivery(t *testin
 	oB := e.options(46)
 	oB.HandlerTimeout, oB.Conn = 2500*time.Millisecond, e.nc
 	// A client timeout well past B's 1.5s call, for a loaded machine.
-	oB.Sink, err = downstream.NewHTTP(downstream.HTTPOptions{URL: e.re.srv.URL, Timeout: 2400 * time.Millisecond, Concurrency: 64})
+	oB.Sink, err = downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: e.re.srv.URL, Timeout: 2400 * time.Millisecond, Concurrency: 64})
 	require.NoError(t, err)
 	e.start(oB)
 	require.Eventually(t, func() bool { return len(e.re.callsFor(key)) == 2 }, 10*time.Second, time.Millisecond,

@@ -25,8 +25,7 @@ import (
 const goodRead = `{"meter_id":"MTR-1","read_at":"2026-11-30T07:00:00Z","quantity":"1.5","unit":"kWh"}`
 
 func status(code int) error {
-	h, _ := classify.NewHTTP(nil, nil)
-	return h.Status(code, "")
+	return binaryClassifier.Status(code, "")
 }
 
 // The settlement table of docs/SETTLEMENT.md carried out, one row per

@@ -71,11 +71,10 @@ func whatOf(v verdict) what {
 // Rows without a doc name are the edges between the doc's rows.
 func TestSettlementTable(t *testing.T) {
 	t.Parallel()
-	http503, _ := classify.NewHTTP(nil, nil)
-	shed := classify.Of(http503.Status(503, "5")) // Retry-After: 5
+	shed := classify.Of(binaryClassifier.Status(503, "5")) // Retry-After: 5
 	require.Equal(t, 5*time.Second, shed.RetryAfter)
-	failed := classify.Of(http503.Status(500, ""))
-	refused := classify.Of(http503.Status(422, ""))
+	failed := classify.Of(binaryClassifier.Status(500, ""))
+	refused := classify.Of(binaryClassifier.Status(422, ""))
 	// called is a read at attempt a of 6 (its deliveries d) after a call
 	// that failed with ce.
 	called := func(a, d uint64, ce *classify.Error) situation {
