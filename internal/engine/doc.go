@@ -29,7 +29,10 @@
 //     (two standard deviations of as many sheds at that share). A load
 //     shedder refuses before any work; a read's own 503 of an engine whose
 //     latency spreads is as often quick as its 200s; a 429 is never fast.
-//     Or the engine's latency shows a queue (below). The limit comes down,
+//     Or the engine's latency shows a queue (below) and it still answers:
+//     a call answered within four baselines (100ms at least) or two of the
+//     last round's medians, so that the last queue of a busy engine is no
+//     verdict on the reads left once it answers no one. The limit comes down,
 //     the retry budget binds, and a Retry-After from several reads may
 //     pause the replica.
 //

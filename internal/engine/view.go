@@ -266,7 +266,19 @@ func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
 // overloaded is the verdict at now. Locked.
 func (v *View) overloaded(now time.Duration) bool {
 	shed, fast, ok := v.loads(now)
-	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.latency.queued(now)
+	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.queued(now)
+}
+
+// queued reports a queue in the latency that is still the engine's: it
+// stands only while the engine answers, a call answered within four
+// baselines (100ms at least) or two of the last round's medians. Rounds
+// close on answered calls only, so without this an engine that stopped
+// answering (the end of a backlog, where only the reads that always fail
+// are left) would be judged on the last queue it showed, however old, and
+// every read's own failure would be taken for its load. Locked.
+func (v *View) queued(now time.Duration) bool {
+	fresh := max(v.quietFor(), 2*v.latency.last)
+	return v.latency.queued(now) && v.answered != 0 && now-v.answered <= fresh
 }
 
 // Overloaded reports whether the engine is overloaded: at least
@@ -351,5 +363,5 @@ func (v *View) Snapshot() Snapshot {
 	now := v.o.Clock.Mono()
 	share, _, _, _ := v.shares.share(now, v.o.MinWeight, v.quick.p)
 	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
-		Queued: v.latency.queued(now), Overloaded: v.overloaded(now)}
+		Queued: v.queued(now), Overloaded: v.overloaded(now)}
 }

@@ -103,6 +103,33 @@ func TestAQueueShowsInTheMedian(t *testing.T) {
 	_ = held
 }
 
+// A queue is the engine's only while it answers: once nothing is served
+// (the end of a backlog, where the reads that always fail are all that is
+// left), the last queue it showed does not make their own 503s its load.
+func TestAQueueLapsesWhenTheEngineAnswersNoOne(t *testing.T) {
+	v, c := newView(t, engine.Options{})
+	r := rand.New(rand.NewPCG(1, 2))
+	serve(v, c, 2000, 8, uniform(r, 9*time.Millisecond, 11*time.Millisecond))
+	serve(v, c, 400, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
+	require.True(t, v.Overloaded(), "a tripled latency for 1.5s is a queue")
+
+	// Two reads that always fail, retried: no call is answered.
+	for i := range 8 {
+		c.advance(30 * time.Millisecond)
+		v.Observe(engine.Call{Read: uint64(100_000 + i%2), Failures: uint64(1 + i/2), Answer: engine.Shed})
+		if i < 2 {
+			assert.True(t, v.Overloaded(), "call %d: the engine answered %s ago", i, time.Duration(i+1)*30*time.Millisecond)
+		}
+	}
+	assert.False(t, v.Overloaded(), "the engine has answered no one for 240ms: its queue is not a verdict on these reads")
+	assert.False(t, v.Shedding())
+	assert.False(t, v.Snapshot().Queued)
+
+	// Once it answers again, the queue it shows is a verdict again.
+	serve(v, c, 1, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
+	assert.True(t, v.Overloaded())
+}
+
 // One round above the tolerance is noise; only a sustained rise is a queue.
 func TestOneSlowRoundIsNoQueue(t *testing.T) {
 	v, c := newView(t, engine.Options{MinSamples: 10})
