@@ -433,3 +433,20 @@ func fenced(text, lang string) []string {
 	}
 	return blocks
 }
+
+// TestContractIsStatedOnce: no other document restates the rules in a table
+// of its own; they link to docs/CONTRACT.md.
+func TestContractIsStatedOnce(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	docs = append(docs, "../../README.md")
+	row := regexp.MustCompile("(?m)^\\| `(meter_id|read_at|quantity|unit|idempotency_key)` \\|")
+	for _, path := range docs {
+		if filepath.Clean(path) == filepath.Clean(contractDoc) {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.NotRegexp(t, row, string(data), "%s restates a rule of the contract: link to docs/CONTRACT.md instead", path)
+	}
+}
