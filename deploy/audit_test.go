@@ -40,7 +40,7 @@ func TestAuditCronJob(t *testing.T) {
 	assert.Equal(t, "meter-consumer", c.Image, "the kustomization's images stanza names it")
 	assert.Equal(t, []string{"audit", "--day", "yesterday", "--json"}, c.Args)
 	e := env(c)
-	assert.Equal(t, "_INBOX_meter_audit", e["CONSUMER_NATS_INBOX_PREFIX"].Value, "docs/DLQ.md: the audit user's reply prefix")
+	assert.Equal(t, "_INBOX_meter_audit", e["CONSUMER_NATS_INBOX_PREFIX"].Value, "the audit user's reply prefix (docs/OPERATIONS.md, NATS permissions)")
 	assert.Equal(t, configPath, e["CONSUMER_CONFIG"].Value)
 	assert.Equal(t, env(container(t, m.deploy))["NATS_URL"].Value, e["NATS_URL"].Value)
 	assert.Equal(t, credsPath, e["NATS_CREDS"].Value)

@@ -41,7 +41,7 @@ func TestDLQJob(t *testing.T) {
 	m := load(t)
 	e, service := env(c), env(container(t, m.deploy))
 	assert.Equal(t, service["NATS_URL"].Value, e["NATS_URL"].Value, "the Deployment's NATS")
-	assert.Equal(t, "_INBOX_meter_dlq_reader", e["CONSUMER_NATS_INBOX_PREFIX"].Value, "the reader's reply prefix (docs/DLQ.md)")
+	assert.Equal(t, "_INBOX_meter_dlq_reader", e["CONSUMER_NATS_INBOX_PREFIX"].Value, "the reader's reply prefix (docs/OPERATIONS.md, NATS permissions)")
 	require.Len(t, c.VolumeMounts, 1)
 	require.Len(t, pod.Volumes, 1)
 	vm, vol := c.VolumeMounts[0], pod.Volumes[0]

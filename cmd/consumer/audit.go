@@ -168,7 +168,7 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if err != nil {
 		if r := refused.Load(); r != nil {
-			return fail(exitFailure, "%v (NATS refused a permission: %s; see docs/AUDIT.md, Permissions)", err, *r)
+			return fail(exitFailure, "%v (NATS refused a permission: %s; see "+permissionsDoc+")", err, *r)
 		}
 		return fail(exitFailure, "%v", err)
 	}

@@ -23,6 +23,10 @@ import (
 	"github.com/meterline/meter-consumer/internal/service"
 )
 
+// permissionsDoc is where a tool refused a permission sends its user: the
+// one place the NATS permissions of every user are defined.
+const permissionsDoc = "docs/OPERATIONS.md, NATS permissions"
+
 // dlqCommand is one "consumer dlq" subcommand and the flag groups it takes.
 type dlqCommand struct {
 	name, args, summary string
@@ -257,7 +261,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 	if err != nil {
 		if r := refused.Load(); r != nil {
-			return fail(exitFailure, "%v (NATS refused a permission: %s; see docs/DLQ.md, Permissions)", err, *r)
+			return fail(exitFailure, "%v (NATS refused a permission: %s; see "+permissionsDoc+")", err, *r)
 		}
 		return fail(exitFailure, "%v", err)
 	}

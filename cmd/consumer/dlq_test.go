@@ -124,3 +124,17 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 	assert.Contains(t, stderr, "999")
 	assert.Equal(t, 0, stop(p, 15*time.Second))
 }
+
+// TestPermissionsDocIsASection: the document and section a refused
+// permission points at (consumer dlq, consumer audit) exist, and hold the
+// permissions.
+func TestPermissionsDocIsASection(t *testing.T) {
+	file, heading, ok := strings.Cut(consumer.PermissionsDoc, ", ")
+	require.True(t, ok, "%q: want docs/<file>, <heading>", consumer.PermissionsDoc)
+	doc, err := os.ReadFile("../../" + file)
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(doc), "\n## "+heading+"\n")
+	require.True(t, ok, "%s has no section %q", file, heading)
+	section, _, _ = strings.Cut(section, "\n## ")
+	assert.Contains(t, section, "```conf\n", "the section holds the permissions")
+}

@@ -3,3 +3,6 @@ package main
 // Run is run, for the tests of the command line in package main_test: they
 // run the same code as the binary, in-process, without a process's start.
 var Run = run
+
+// PermissionsDoc is where a refused permission points: "docs/<file>, <heading>".
+const PermissionsDoc = permissionsDoc

@@ -78,13 +78,15 @@ func (d *decoder) meterID() ([]byte, *FieldError) {
 	if fe != nil {
 		return nil, fe
 	}
-	if len(b) == 0 || len(b) > maxMeterIDLen {
-		return nil, &FieldError{Field: "meter_id", Reason: fmt.Sprintf("%s must be 1 to %d characters", quote(b), maxMeterIDLen)}
-	}
+	// The characters first: the length is counted in bytes, which are
+	// characters only once they are known to be ASCII.
 	for _, c := range b {
 		if !meterIDChar(c) {
 			return nil, &FieldError{Field: "meter_id", Reason: fmt.Sprintf("%s may hold only A-Z a-z 0-9 . _ : -", quote(b))}
 		}
+	}
+	if len(b) == 0 || len(b) > maxMeterIDLen {
+		return nil, &FieldError{Field: "meter_id", Reason: fmt.Sprintf("%s must be 1 to %d characters", quote(b), maxMeterIDLen)}
 	}
 	return b, nil
 }
@@ -144,13 +146,14 @@ func (d *decoder) idempotencyKey() ([]byte, *FieldError) {
 	if fe != nil {
 		return nil, fe
 	}
-	if len(b) == 0 || len(b) > maxKeyLen {
-		return nil, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%s must be 1 to %d characters", quote(b), maxKeyLen)}
-	}
+	// The characters first, as for meter_id.
 	for _, c := range b {
 		if c < 0x20 || c > 0x7e {
 			return nil, &FieldError{Field: "idempotency_key", Reason: quote(b) + " may hold only printable ASCII"}
 		}
+	}
+	if len(b) == 0 || len(b) > maxKeyLen {
+		return nil, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%s must be 1 to %d characters", quote(b), maxKeyLen)}
 	}
 	if b[0] == ' ' || b[len(b)-1] == ' ' {
 		return nil, &FieldError{Field: "idempotency_key", Reason: quote(b) + " may not start or end with a space"}

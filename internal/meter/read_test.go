@@ -173,3 +173,24 @@ func TestFieldError(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeNonASCIINotCountedAsLength: a string field with characters it
+// may not hold is rejected for them, not for its length in bytes (40 "é"
+// are 80 bytes but 40 characters).
+func TestDecodeNonASCIINotCountedAsLength(t *testing.T) {
+	tests := []struct {
+		field, value, want string
+	}{
+		{field: "meter_id", value: strings.Repeat("é", 40), want: "may hold only A-Z a-z 0-9 . _ : -"},
+		{field: "idempotency_key", value: strings.Repeat("é", 65), want: "may hold only printable ASCII"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			_, err := meter.Decode([]byte(give(tt.field, `"`+tt.value+`"`)))
+			var fe *meter.FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tt.field, fe.Field)
+			assert.True(t, strings.HasSuffix(fe.Reason, " "+tt.want), fe.Reason)
+		})
+	}
+}

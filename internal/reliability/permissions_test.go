@@ -29,13 +29,11 @@ import (
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
-// The documents whose NATS permissions the tests below run with.
-const (
-	operationsDoc = "../../docs/OPERATIONS.md"
-	dlqDoc        = "../../docs/DLQ.md"
-)
+// operationsDoc is the one document that defines the NATS permissions
+// (its section NATS permissions); the tests below run with them.
+const operationsDoc = "../../docs/OPERATIONS.md"
 
-// The users the documents define, and the account they share.
+// The users the document defines, and the account they share.
 const (
 	account     = "METERING"
 	serviceUser = "meter-consumer"
@@ -49,8 +47,8 @@ const (
 	admin = "test-admin"
 )
 
-// passwords are what the documents' $VARIABLES resolve to: defined in the
-// test's own settings, ahead of the documents' blocks, where a deployment
+// passwords are what the document's $VARIABLES resolve to: defined in the
+// test's own settings, ahead of the document's block, where a deployment
 // has them in nats-server's environment.
 var passwords = map[string]string{
 	serviceUser: "svc-pw", provisioner: "prov-pw", dlqReader: "reader-pw", dlqOperator: "operator-pw", auditUser: "audit-pw", admin: "admin-pw",
@@ -114,20 +112,16 @@ func parseDocConf(t *testing.T, block, storeDir string) *server.Options {
 	return opts
 }
 
-// documentedOptions returns the server options of the two documents'
-// blocks: the account and users of docs/OPERATIONS.md, with the users of
-// docs/DLQ.md added to the same account, as the documents say to do.
+// documentedOptions returns the server options of docs/OPERATIONS.md's
+// block: the account and every user of the fleet.
 func documentedOptions(t *testing.T) *server.Options {
 	t.Helper()
 	opts := parseDocConf(t, docConf(t, operationsDoc), t.TempDir())
-	dlqOpts := parseDocConf(t, docConf(t, dlqDoc), t.TempDir())
-	i := slices.IndexFunc(opts.Accounts, func(a *server.Account) bool { return a.Name == account })
-	require.GreaterOrEqual(t, i, 0, "docs/OPERATIONS.md defines no account %s", account)
-	acc := opts.Accounts[i]
-	for _, u := range dlqOpts.Users {
-		require.Equal(t, account, u.Account.Name, "docs/DLQ.md: user %s is not in account %s", u.Username, account)
-		u.Account = acc
-		opts.Users = append(opts.Users, u)
+	require.True(t, slices.ContainsFunc(opts.Accounts, func(a *server.Account) bool { return a.Name == account }),
+		"docs/OPERATIONS.md defines no account %s", account)
+	for _, u := range opts.Users {
+		require.NotNil(t, u.Account, "docs/OPERATIONS.md: user %s is in no account", u.Username)
+		require.Equal(t, account, u.Account.Name, "docs/OPERATIONS.md: user %s is not in account %s", u.Username, account)
 	}
 	return opts
 }
@@ -324,7 +318,7 @@ func (w *permWorld) provision(t *testing.T, conn []string) {
 }
 
 // TestDocumentedPermissions runs the binary as the users docs/OPERATIONS.md
-// and docs/DLQ.md define, with exactly their permissions: provisioning, the
+// defines, with exactly their permissions: provisioning, the
 // service through acks, dead letters (the look-up past the duplicate window
 // included), a hand-back at a stop and its backlog readings, then the
 // operators' tools. Every permission violation the server logs must be one
@@ -496,6 +490,7 @@ func TestDocumentedPermissions(t *testing.T) {
 	assert.NotZero(t, refusedReplay.code, "the read-only operator replayed:\n%s%s", refusedReplay.out, refusedReplay.errOut)
 	assert.Contains(t, refusedReplay.errOut, `Permissions Violation for Publish to \"$JS.API.STREAM.INFO.METER_READS\"`)
 	assert.Contains(t, refusedReplay.errOut, "(NATS refused a permission: ", "the failure says why")
+	assert.Contains(t, refusedReplay.errOut, "; see docs/OPERATIONS.md, NATS permissions)", "the failure points at the permissions")
 	assert.NotZero(t, refusedPurge.code, "the read-only operator purged:\n%s%s", refusedPurge.out, refusedPurge.errOut)
 	assert.Contains(t, refusedPurge.errOut, `Permissions Violation for Publish to \"$JS.API.STREAM.MSG.DELETE.METER_READS_DLQ\"`)
 	require.Len(t, w.copySeqs(t), 2, "the read-only operator changed the dead-letter stream")
@@ -647,10 +642,109 @@ func (w *permWorld) serviceUserIsRefused(t *testing.T) {
 	assert.ErrorIs(t, err, jetstream.ErrConsumerNotFound)
 }
 
+// permissionsBlock matches what defines NATS permissions in a fenced block
+// of a document: a nats-server configuration's permissions or users, or an
+// nsc command that adds or changes a user's permissions.
+var permissionsBlock = regexp.MustCompile(`(?m)\bpermissions\s*[:{=]|^\s*users\s*[:=\[]|\bnsc\s+(add|edit)\s+user\b|--(allow|deny)-(pub|sub|pubsub)\b`)
+
+// TestPermissionsAreDocumentedOnce: the NATS permissions are defined in
+// one place, docs/OPERATIONS.md's section NATS permissions, with its one
+// ```conf block; every other document of the repository points there and
+// holds no block that defines a permission.
+func TestPermissionsAreDocumentedOnce(t *testing.T) {
+	t.Parallel()
+	var docs []string
+	require.NoError(t, filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata"):
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".md"):
+			docs = append(docs, path)
+		}
+		return nil
+	}))
+	require.Contains(t, docs, filepath.Clean(operationsDoc))
+	for _, path := range docs {
+		blocks := 0
+		for _, b := range fencedBlocksAny(t, path) {
+			if b.lang == "conf" || permissionsBlock.MatchString(b.body) {
+				blocks++
+				if path != filepath.Clean(operationsDoc) {
+					t.Errorf("%s:%d: a block that defines NATS permissions; they are defined once, in docs/OPERATIONS.md (NATS permissions): link there", path, b.line)
+				}
+			}
+		}
+		if path == filepath.Clean(operationsDoc) {
+			assert.Equal(t, 2, blocks, "%s: the permissions, as one ```conf block and one block of nsc commands", path)
+		}
+	}
+	section := markdownSection(t, operationsDoc, "## NATS permissions")
+	assert.Contains(t, section, "```conf\n", "the ```conf block is in the section NATS permissions")
+	assert.Contains(t, section, "nsc add user", "the nsc commands are in the section NATS permissions")
+}
+
+// fencedBlock is a fenced code block of a markdown file.
+type fencedBlock struct {
+	lang, body string
+	line       int // of the opening fence
+}
+
+// fencedBlocksAny returns every fenced code block of the markdown file at
+// path, whatever its info string.
+func fencedBlocksAny(t *testing.T, path string) []fencedBlock {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var blocks []fencedBlock
+	var cur *fencedBlock
+	var body strings.Builder
+	for i, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &fencedBlock{lang: strings.TrimSpace(strings.TrimPrefix(trimmed, "```")), line: i + 1}
+			body.Reset()
+		case cur != nil && trimmed == "```":
+			cur.body = body.String()
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			body.WriteString(line + "\n")
+		}
+	}
+	require.Nil(t, cur, "%s: a fenced block is not closed", path)
+	return blocks
+}
+
+// markdownSection returns the section of the markdown file at path that
+// starts with the heading line, up to the next heading of its level or
+// above.
+func markdownSection(t *testing.T, path, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	level := strings.Index(heading, " ")
+	_, rest, ok := strings.Cut(string(data), "\n"+heading+"\n")
+	require.True(t, ok, "%s: no heading %q", path, heading)
+	lines := strings.Split(rest, "\n")
+	fence := false
+	for i, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fence = !fence
+		}
+		if n := len(line) - len(strings.TrimLeft(line, "#")); !fence && n > 0 && n <= level && strings.HasPrefix(line[n:], " ") {
+			return strings.Join(lines[:i], "\n")
+		}
+	}
+	return rest
+}
+
 // grant is what a user may publish and subscribe to.
 type grant struct{ Pub, Sub []string }
 
-// TestDocumentedNscCommandsMatchTheConf: the documents' `nsc add user`
+// TestDocumentedNscCommandsMatchTheConf: the document's `nsc add user`
 // commands grant each user exactly what their nats-server configuration
 // grants, so that the test above, which runs the configuration, stands for
 // both.
@@ -671,14 +765,7 @@ func TestDocumentedNscCommandsMatchTheConf(t *testing.T) {
 		}
 		want[u.Username] = g
 	}
-	got := map[string]grant{}
-	for _, doc := range []string{operationsDoc, dlqDoc} {
-		for name, g := range nscUsers(t, doc) {
-			require.NotContains(t, got, name, "%s: nsc add user --name %s again", doc, name)
-			got[name] = g
-		}
-	}
-	assert.Equal(t, want, got)
+	assert.Equal(t, want, nscUsers(t, operationsDoc))
 	assert.ElementsMatch(t, []string{serviceUser, provisioner, dlqReader, dlqOperator, auditUser}, slices.Collect(maps.Keys(want)))
 	// TestDocumentedPermissions provisions with the provisioning user but
 	// consumes with the service's: the provisioning user's run of the
@@ -730,6 +817,7 @@ func nscUsers(t *testing.T, path string) map[string]grant {
 				}
 			}
 			assert.Equal(t, account, acc, "%s: nsc add user --name %s: account", path, name)
+			require.NotContains(t, users, name, "%s: nsc add user --name %s again", path, name)
 			g.Pub, g.Sub = sorted(g.Pub), sorted(g.Sub)
 			users[name] = g
 		}
