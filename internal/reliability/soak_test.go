@@ -149,10 +149,9 @@ func TestSoakLongOutage(t *testing.T) {
 	f.log(t, "long-outage")
 }
 
-// startConsumerDefaults runs the consumer with its default policy.
+// startConsumerDefaults runs the consumer with its default policy: the
+// base flags, not the fast ones.
 func startConsumerDefaults(t *testing.T, args ...string) *proctest.Proc {
-	saved := fast
-	fast = []string{"--log-format", "json", "--log-level", "debug", "--http-addr", "", "--replicas", "1"}
-	defer func() { fast = saved }()
-	return startConsumer(t, "consumer", args...)
+	t.Helper()
+	return startProc(t, "consumer", baseFlags, nil, args)
 }
