@@ -134,11 +134,8 @@ type world struct {
 	keys []string // every read published, by idempotency key
 }
 
-func newWorld(t *testing.T, url string) *world {
-	t.Helper()
-	return newWorldOpts(t, url)
-}
-
+// newWorldOpts connects the test to url, reconnecting forever, with opts
+// after its own.
 func newWorldOpts(t *testing.T, url string, opts ...nats.Option) *world {
 	t.Helper()
 	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)
@@ -250,11 +247,13 @@ type figures struct {
 	Recovery                                                              time.Duration
 }
 
-// checkLedger asserts the ledger: every read delivered or dead-lettered
-// exactly once (only those in mayFail may be dead-lettered), nothing stuck.
-func (w *world) checkLedger(e *engine, mayFail func(key string) bool, expectDead int) figures {
+// checkLedger asserts the scenario's ledger: every read published delivered
+// to its engine or dead-lettered exactly once (only those in mayFail may be
+// dead-lettered), nothing stuck.
+func (s *scenario) checkLedger(mayFail func(key string) bool, expectDead int) figures {
+	w := s.world
 	w.t.Helper()
-	delivered, calls := e.delivered()
+	delivered, calls := s.engine.delivered()
 	dead := w.deadLetters()
 	f := figures{Calls: calls}
 	w.mu.Lock()

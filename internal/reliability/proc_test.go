@@ -23,11 +23,6 @@ var fast = slices.Concat(baseFlags, []string{
 	"--shutdown-timeout", "5s",
 })
 
-func startConsumer(t *testing.T, name string, args ...string) *proctest.Proc {
-	t.Helper()
-	return startConsumerEnv(t, name, nil, args...)
-}
-
 // startConsumerEnv starts a consumer with the fast flags, args and extra
 // environment variables, and waits until it consumes.
 func startConsumerEnv(t *testing.T, name string, env []string, args ...string) *proctest.Proc {
