@@ -27,8 +27,8 @@ func newCluster(t *testing.T) []*node {
 	for i := range nodes {
 		o := natstest.Options(t.TempDir())
 		o.ServerName = fmt.Sprintf("n%d", i+1)
-		o.Port = freePort(t)
-		o.Cluster = server.ClusterOpts{Name: "meter", Host: "127.0.0.1", Port: freePort(t)}
+		o.Port = natstest.FreePort(t)
+		o.Cluster = server.ClusterOpts{Name: "meter", Host: "127.0.0.1", Port: natstest.FreePort(t)}
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", o.Cluster.Port))
 		nodes[i] = &node{opts: o}
 	}
@@ -73,18 +73,7 @@ func byName(nodes []*node, name string) *node {
 // then the consumer leader, mid-run.
 func TestClusterLosesItsLeaders(t *testing.T) {
 	t.Parallel()
-	nodes := newCluster(t)
-	w := newWorld(t, clusterURL(nodes))
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := w.js.AccountInfo(ctx)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "JetStream cluster never came up")
-	e := newEngine(t, nil)
-	e.setLatency(2 * time.Millisecond)
-	startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--replicas", "3",
-		"--downstream-url", e.srv.URL)
+	s := newScenario(t, setup{cluster: true, latency: 2 * time.Millisecond})
 
 	leader := func(consumer bool) string {
 		var name string
@@ -92,7 +81,7 @@ func TestClusterLosesItsLeaders(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			if consumer {
-				c, err := w.js.Consumer(ctx, "METER_READS", "meter-consumer")
+				c, err := s.js.Consumer(ctx, "METER_READS", "meter-consumer")
 				if err != nil {
 					return false
 				}
@@ -102,7 +91,7 @@ func TestClusterLosesItsLeaders(t *testing.T) {
 				}
 				name = ci.Cluster.Leader
 			} else {
-				st, err := w.js.Stream(ctx, "METER_READS")
+				st, err := s.js.Stream(ctx, "METER_READS")
 				if err != nil {
 					return false
 				}
@@ -117,18 +106,18 @@ func TestClusterLosesItsLeaders(t *testing.T) {
 		return name
 	}
 
-	w.publish("CLA", 150, time.Millisecond)
-	streamLeader := byName(nodes, leader(false))
+	s.publish("CLA", 150, time.Millisecond)
+	streamLeader := byName(s.nodes, leader(false))
 	streamLeader.stop()
 	began := time.Now()
-	w.publish("CLB", 150, time.Millisecond)
+	s.publish("CLB", 150, time.Millisecond)
 	streamLeader.start(t) // back, so the next loss keeps a quorum
-	w.publish("CLC", 150, time.Millisecond)
-	consumerLeader := byName(nodes, leader(true))
+	s.publish("CLC", 150, time.Millisecond)
+	consumerLeader := byName(s.nodes, leader(true))
 	consumerLeader.stop()
-	w.publish("CLD", 150, time.Millisecond)
-	w.settled(90 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	s.publish("CLD", 150, time.Millisecond)
+	s.settled(90 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(began)
 	f.log(t, "cluster-leaders")
 }

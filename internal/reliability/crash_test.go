@@ -3,7 +3,6 @@ package reliability_test
 import (
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,24 +13,22 @@ import (
 // Scenario 1: a downstream outage of ten times the whole retry budget.
 func TestOutageTenTimesTheRetryBudget(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e, heal := outageEngine(t)
+	policy, heal := outage()
 	// Budget: 50+100+200+400+400ms ceilings, under 1.2s; the outage lasts 12s.
-	startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL,
+	s := newScenario(t, setup{policy: policy, args: []string{
 		"--breaker-window", "2s", "--breaker-min-calls", "5", "--breaker-cool-down", "500ms",
-		"--breaker-max-cool-down", "1s", "--breaker-probes", "1")
+		"--breaker-max-cool-down", "1s", "--breaker-probes", "1",
+	}})
 	began := time.Now()
 	for i := 0; time.Since(began) < 12*time.Second; i++ {
 		body, key := read("OUT", i)
-		w.publishBody("meter.reads.OUT", body, key, nil)
+		s.publishBody("meter.reads.OUT", body, key, nil)
 		time.Sleep(40 * time.Millisecond)
 	}
 	heal()
 	recovered := time.Now()
-	w.settled(60 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	s.settled(60 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(recovered)
 	f.log(t, "outage")
 }
@@ -39,19 +36,14 @@ func TestOutageTenTimesTheRetryBudget(t *testing.T) {
 // Scenario 2: SIGKILL in the middle of a batch, then a restart.
 func TestKilledMidBatchThenRestarted(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e := newEngine(t, nil)
-	e.setLatency(20 * time.Millisecond)
-	c := startConsumer(t, "first", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--concurrency", "8")
-	w.publish("KIL", 400, 0)
-	require.Eventually(t, func() bool { d, _ := e.delivered(); return len(d) >= 100 }, 30*time.Second, 5*time.Millisecond)
-	c.Kill()
+	s := newScenario(t, setup{latency: 20 * time.Millisecond, consumers: []string{"first"}, args: []string{"--concurrency", "8"}})
+	s.publish("KIL", 400, 0)
+	require.Eventually(t, func() bool { d, _ := s.engine.delivered(); return len(d) >= 100 }, 30*time.Second, 5*time.Millisecond)
+	s.consumer.Kill()
 	killed := time.Now()
-	startConsumer(t, "second", "--nats-url", w.url, "--downstream-url", e.srv.URL, "--concurrency", "8")
-	w.settled(60 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	s.start("second", "--concurrency", "8")
+	s.settled(60 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(killed)
 	f.log(t, "sigkill")
 }
@@ -59,22 +51,17 @@ func TestKilledMidBatchThenRestarted(t *testing.T) {
 // Scenario 3: SIGTERM with reads in flight.
 func TestSigtermWithReadsInFlight(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e := newEngine(t, nil)
-	e.setLatency(300 * time.Millisecond)
-	c := startConsumer(t, "first", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--concurrency", "16")
-	w.publish("TRM", 200, 0)
-	require.Eventually(t, func() bool { _, calls := e.delivered(); return calls >= 20 }, 30*time.Second, 5*time.Millisecond)
-	code, took := c.Term(10 * time.Second)
+	s := newScenario(t, setup{latency: 300 * time.Millisecond, consumers: []string{"first"}, args: []string{"--concurrency", "16"}})
+	s.publish("TRM", 200, 0)
+	require.Eventually(t, func() bool { _, calls := s.engine.delivered(); return calls >= 20 }, 30*time.Second, 5*time.Millisecond)
+	code, took := s.consumer.Term(10 * time.Second)
 	assert.Equal(t, 0, code, "clean exit")
 	assert.Less(t, took, 5*time.Second+2*time.Second, "within the shutdown timeout")
 	stopped := time.Now()
-	e.setLatency(0)
-	startConsumer(t, "second", "--nats-url", w.url, "--downstream-url", e.srv.URL)
-	w.settled(60 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	s.engine.setLatency(0)
+	s.start("second")
+	s.settled(60 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(stopped)
 	t.Logf("shutdown took %s", took.Round(time.Millisecond))
 	f.log(t, "sigterm")
@@ -83,22 +70,16 @@ func TestSigtermWithReadsInFlight(t *testing.T) {
 // Scenario 4: the NATS server restarts (same store) under a running consumer.
 func TestServerRestartUnderTheConsumer(t *testing.T) {
 	t.Parallel()
-	port, dir := freePort(t), t.TempDir()
-	s := fixedServer(t, port, dir)
-	w := newWorld(t, url(port))
-	e := newEngine(t, nil)
-	e.setLatency(5 * time.Millisecond)
-	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
-	w.publish("RST", 100, 2*time.Millisecond)
-	s.Shutdown()
-	s.WaitForShutdown()
+	s := newScenario(t, setup{latency: 5 * time.Millisecond})
+	s.publish("RST", 100, 2*time.Millisecond)
+	s.nats.Shutdown()
 	restarted := time.Now()
-	fixedServer(t, port, dir)
-	w.publish("RST2", 100, 2*time.Millisecond)
-	w.settled(60 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	s.nats.Restart()
+	s.publish("RST2", 100, 2*time.Millisecond)
+	s.settled(60 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(restarted)
-	assert.GreaterOrEqual(t, c.Count("reconnected to NATS"), 1)
+	assert.GreaterOrEqual(t, s.consumer.Count("reconnected to NATS"), 1)
 	f.log(t, "server-restart")
 }
 
@@ -106,55 +87,39 @@ func TestServerRestartUnderTheConsumer(t *testing.T) {
 // failures arrive.
 func TestDeadLetterStreamUnavailable(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e := newEngine(t, func(key string, _ int) int {
+	s := newScenario(t, setup{policy: func(key string, _ int) int {
 		if strings.HasPrefix(key, "BAD") {
 			return http.StatusUnprocessableEntity
 		}
 		return http.StatusOK
-	})
-	p := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
-	cfg, err := w.js.Stream(t.Context(), "METER_READS_DLQ")
+	}})
+	cfg, err := s.js.Stream(t.Context(), "METER_READS_DLQ")
 	require.NoError(t, err)
 	info, err := cfg.Info(t.Context())
 	require.NoError(t, err)
-	require.NoError(t, w.js.DeleteStream(t.Context(), "METER_READS_DLQ"))
+	require.NoError(t, s.js.DeleteStream(t.Context(), "METER_READS_DLQ"))
 
-	w.publish("BAD", 20, 0)
-	w.publish("GOOD", 20, 0)
+	s.publish("BAD", 20, 0)
+	s.publish("GOOD", 20, 0)
 	require.Eventually(t, func() bool {
-		d, _ := e.delivered()
+		d, _ := s.engine.delivered()
 		return len(d) == 20
 	}, 30*time.Second, 10*time.Millisecond, "good reads keep flowing")
 	// Every failing copy is tried more than once, and the originals stay.
-	require.Eventually(t, func() bool { return p.Count("dead-letter copy not confirmed; read NAKed, not terminated") >= 40 },
-		30*time.Second, 10*time.Millisecond)
-	c, err := w.js.Consumer(t.Context(), "METER_READS", "meter-consumer")
+	require.Eventually(t, func() bool {
+		return s.consumer.Count("dead-letter copy not confirmed; read NAKed, not terminated") >= 40
+	}, 30*time.Second, 10*time.Millisecond)
+	c, err := s.js.Consumer(t.Context(), "METER_READS", "meter-consumer")
 	require.NoError(t, err)
 	ci, err := c.Info(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 20, ci.NumAckPending+int(ci.NumPending), "the 20 originals are not let go")
 
 	back := time.Now()
-	_, err = w.js.CreateStream(t.Context(), info.Config)
+	_, err = s.js.CreateStream(t.Context(), info.Config)
 	require.NoError(t, err)
-	w.settled(60 * time.Second)
-	f := w.checkLedger(e, func(k string) bool { return strings.HasPrefix(k, "BAD") }, 20)
+	s.settled(60 * time.Second)
+	f := s.checkLedger(func(k string) bool { return strings.HasPrefix(k, "BAD") }, 20)
 	f.Recovery = time.Since(back)
 	f.log(t, "dlq-unavailable")
-}
-
-// outageEngine answers 503 to everything until heal is called.
-func outageEngine(t *testing.T) (e *engine, heal func()) {
-	var down atomic.Bool
-	down.Store(true)
-	e = newEngine(t, func(string, int) int {
-		if down.Load() {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusOK
-	})
-	return e, func() { down.Store(false) }
 }

@@ -59,19 +59,14 @@ func TestCredentialsFile(t *testing.T) {
 	resolver := &server.MemAccResolver{}
 	require.NoError(t, resolver.Store(accPub, accJWT))
 	require.NoError(t, resolver.Store(sysPub, sysJWT))
-	url, _ := secureServer(t, p, func(o *server.Options) {
+	s := newScenario(t, setup{tls: &p, server: func(o *server.Options) {
 		o.TrustedOperators = []*jwt.OperatorClaims{opClaims}
 		o.AccountResolver = resolver
 		o.SystemAccount = sysPub
-	})
-
-	w := adminWorld(t, url, p, nats.UserCredentials(credsFile))
-	e := newEngine(t, nil)
-	c := startConsumer(t, "consumer", "--nats-url", url, "--create-streams", "--downstream-url", e.srv.URL,
-		"--nats-creds", credsFile, "--nats-ca", p.ca, "--nats-cert", p.clientCert, "--nats-key", p.clientKey)
-	w.publish("CRD", 10, 0)
-	w.settled(30 * time.Second)
-	w.checkLedger(e, nil, 0)
-	assert.NotContains(t, c.Output(), string(userSeed), "the seed reached the log")
-	assert.NotContains(t, c.Output(), userJWT, "the user JWT reached the log")
+	}, client: []nats.Option{nats.UserCredentials(credsFile)}, args: []string{"--nats-creds", credsFile}})
+	s.publish("CRD", 10, 0)
+	s.settled(30 * time.Second)
+	s.checkLedger(nil, 0)
+	assert.NotContains(t, s.consumer.Output(), string(userSeed), "the seed reached the log")
+	assert.NotContains(t, s.consumer.Output(), userJWT, "the user JWT reached the log")
 }

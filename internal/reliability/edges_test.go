@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,15 +34,13 @@ import (
 // succeed.
 func TestRedirectingEngineAcksNothing(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e := newEngine(t, nil)
 	// A quick breaker: 5 calls in a 2s window, one probe every 100-600ms.
-	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL,
+	s := newScenario(t, setup{args: []string{
 		"--breaker-window", "2s", "--breaker-min-calls", "5", "--breaker-cool-down", "200ms",
-		"--breaker-max-cool-down", "400ms", "--breaker-probes", "1")
-	w.publish("OKA", 10, 0)
+		"--breaker-max-cool-down", "400ms", "--breaker-probes", "1",
+	}})
+	c, e := s.consumer, s.engine
+	s.publish("OKA", 10, 0)
 	require.Eventually(t, func() bool { d, _ := e.delivered(); return len(d) == 10 }, 10*time.Second, 5*time.Millisecond)
 
 	// The proxy goes up: meter R302 is answered 302, R307 307, R308 308.
@@ -49,7 +48,7 @@ func TestRedirectingEngineAcksNothing(t *testing.T) {
 	for i := range 7 {
 		for _, m := range []string{"R302", "R307", "R308"} {
 			body, key := read(m, i)
-			w.publishBody("meter.reads."+m, body, key, nil)
+			s.publishBody("meter.reads."+m, body, key, nil)
 		}
 	}
 	redirectedAcks := func() int {
@@ -77,9 +76,9 @@ func TestRedirectingEngineAcksNothing(t *testing.T) {
 
 	e.setPolicy(nil) // the proxy lets POSTs through again
 	fixed := time.Now()
-	w.publish("OKC", 5, 0)
-	w.settled(30 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	s.publish("OKC", 5, 0)
+	s.settled(30 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(fixed)
 	assert.Equal(t, f.Published, len(logged(c, "ack")), "each read acked once, after its POST was answered 2xx")
 	assert.Empty(t, e.loginRequests(), "a redirect was followed")
@@ -101,33 +100,30 @@ func redirectStatus(key string) int {
 // Nats-Batch-Sequence, which the dead-letter stream would refuse.
 func TestAtomicBatchReadDeadLetteredOnce(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	// The head-ends' operator made the stream and lets it take atomic batches.
-	_, err := w.js.CreateStream(t.Context(), jetstream.StreamConfig{
-		Name: "METER_READS", Subjects: []string{"meter.reads.>"}, Storage: jetstream.FileStorage,
-		Duplicates: 10 * time.Minute, AllowAtomicPublish: true,
-	})
-	require.NoError(t, err)
-	e := newEngine(t, func(key string, _ int) int {
+	s := newScenario(t, setup{later: true, policy: func(key string, _ int) int {
 		if strings.HasPrefix(key, "BATBAD@") {
 			return http.StatusUnprocessableEntity
 		}
 		return http.StatusOK
+	}})
+	// The head-ends' operator made the stream and lets it take atomic batches.
+	_, err := s.js.CreateStream(t.Context(), jetstream.StreamConfig{
+		Name: "METER_READS", Subjects: []string{"meter.reads.>"}, Storage: jetstream.FileStorage,
+		Duplicates: 10 * time.Minute, AllowAtomicPublish: true,
 	})
-	w.publish("GOOD", 5, 0)
+	require.NoError(t, err)
+	s.publish("GOOD", 5, 0)
 	bad, badKey := read("BATBAD", 0)
 	first, _ := read("BATCH", 0)
 	last, _ := read("BATCH", 1)
-	w.publishAtomicBatch("meter.reads.batch", [][]byte{first, bad, last})
-	w.publish("GOOD2", 5, 0)
+	s.publishAtomicBatch("meter.reads.batch", [][]byte{first, bad, last})
+	s.publish("GOOD2", 5, 0)
 
-	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
-	w.settled(15 * time.Second)
-	f := w.checkLedger(e, func(k string) bool { return k == badKey }, 1)
+	c := s.start("consumer", "--create-streams")
+	s.settled(15 * time.Second)
+	f := s.checkLedger(func(k string) bool { return k == badKey }, 1)
 
-	copies := w.copies()
+	copies := s.copies()
 	require.Len(t, copies, 1)
 	cp := copies[0]
 	assert.Equal(t, bad, cp.Data, "the copy holds the original bytes")
@@ -137,14 +133,14 @@ func TestAtomicBatchReadDeadLetteredOnce(t *testing.T) {
 		assert.False(t, strings.HasPrefix(strings.ToLower(k), "nats-batch-"), "the copy kept %s", k)
 	}
 	assert.Contains(t, cp.Header.Get("Dlq-Dropped-Headers"), "Nats-Batch-Id")
-	st, err := w.js.Stream(t.Context(), "METER_READS")
+	st, err := s.js.Stream(t.Context(), "METER_READS")
 	require.NoError(t, err)
 	seq, err := strconv.ParseUint(cp.Header.Get("Dlq-Sequence"), 10, 64)
 	require.NoError(t, err)
 	orig, err := st.GetMsg(t.Context(), seq)
 	require.NoError(t, err)
 	assert.NotEmpty(t, orig.Header.Get("Nats-Batch-Id"), "the original was stored as part of a batch")
-	calls := len(e.answered(badKey))
+	calls := len(s.engine.answered(badKey))
 	assert.Equal(t, 1, calls, "the failing read was posted once")
 	assert.Equal(t, 1, c.Count("dead-lettered"), "one dead-letter, one TERM")
 	f.log(t, "atomic-batch")
@@ -203,22 +199,18 @@ func (w *world) publishAtomicBatch(subject string, bodies [][]byte) {
 func TestOversizeReadGetsATruncatedCopy(t *testing.T) {
 	t.Parallel()
 	const maxPayload = 16 << 10
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir(), func(o *server.Options) { o.MaxPayload = maxPayload })
-	w := newWorld(t, url(port))
-	e := newEngine(t, nil)
-	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
-	w.publish("GOOD", 5, 0)
+	s := newScenario(t, setup{server: func(o *server.Options) { o.MaxPayload = maxPayload }})
+	s.publish("GOOD", 5, 0)
 	// A read without a zone in read_at, padded with an unknown field to
 	// leave 256 bytes for the head-end's own headers.
 	head := `{"meter_id":"BIG-1","read_at":"2026-11-30T07:00:00","quantity":"1","unit":"kWh","pad":"`
 	big := []byte(head + strings.Repeat("x", maxPayload-256-len(head)-2) + `"}`)
-	w.publishBody("meter.reads.big", big, "BIG-1", nil)
-	w.publish("GOOD2", 5, 0)
-	w.settled(15 * time.Second)
-	f := w.checkLedger(e, func(k string) bool { return k == "BIG-1" }, 1)
+	s.publishBody("meter.reads.big", big, "BIG-1", nil)
+	s.publish("GOOD2", 5, 0)
+	s.settled(15 * time.Second)
+	f := s.checkLedger(func(k string) bool { return k == "BIG-1" }, 1)
 
-	copies := w.copies()
+	copies := s.copies()
 	require.Len(t, copies, 1)
 	cp := copies[0]
 	assert.Equal(t, "permanent", cp.Header.Get("Dlq-Reason"))
@@ -228,14 +220,14 @@ func TestOversizeReadGetsATruncatedCopy(t *testing.T) {
 	assert.Less(t, len(cp.Data), len(big), "the payload was cut")
 	assert.True(t, bytes.HasPrefix(big, cp.Data), "the copy holds the start of the original bytes")
 	assert.LessOrEqual(t, wireSize(cp.Header)+len(cp.Data), maxPayload, "the copy fits the server's max payload")
-	st, err := w.js.Stream(t.Context(), "METER_READS")
+	st, err := s.js.Stream(t.Context(), "METER_READS")
 	require.NoError(t, err)
 	seq, err := strconv.ParseUint(cp.Header.Get("Dlq-Sequence"), 10, 64)
 	require.NoError(t, err)
 	orig, err := st.GetMsg(t.Context(), seq)
 	require.NoError(t, err, "the full read stays in the source stream at Dlq-Sequence")
 	assert.Equal(t, big, orig.Data)
-	assert.Equal(t, 1, c.Count("dead-lettered"))
+	assert.Equal(t, 1, s.consumer.Count("dead-lettered"))
 	t.Logf("copy: %d of %d payload bytes, %d header bytes", len(cp.Data), len(big), wireSize(cp.Header))
 	f.log(t, "oversize")
 }
@@ -276,62 +268,59 @@ func TestOperatorDurable(t *testing.T) {
 }
 
 func operatorDurable(t *testing.T, name string, give jetstream.ConsumerConfig, want []string) {
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	ctx := t.Context()
-	_, err := w.js.CreateStream(ctx, jetstream.StreamConfig{Name: "METER_READS", Subjects: []string{"meter.reads.>"},
-		Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute})
-	require.NoError(t, err)
-	_, err = w.js.CreateStream(ctx, jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"},
-		Storage: jetstream.FileStorage, Duplicates: 20 * time.Minute})
-	require.NoError(t, err)
-	durable := give
-	durable.Durable, durable.AckPolicy, durable.AckWait = "meter-consumer", jetstream.AckExplicitPolicy, 3*time.Second
-	_, err = w.js.CreateConsumer(ctx, "METER_READS", durable)
-	require.NoError(t, err)
 	// FLAKY reads are answered 503 three times, then 200; DOOMED always 503.
-	e := newEngine(t, func(key string, n int) int {
+	s := newScenario(t, setup{later: true, policy: func(key string, n int) int {
 		switch {
 		case strings.HasPrefix(key, "DOOMED@"), strings.HasPrefix(key, "FLAKY@") && n <= 3:
 			return http.StatusServiceUnavailable
 		}
 		return http.StatusOK
-	})
-	w.publish("GOOD", 10, 0)
-	w.publish("FLAKY", 5, 0)
-	w.publish("DOOMED", 3, 0)
+	}})
+	ctx := t.Context()
+	_, err := s.js.CreateStream(ctx, jetstream.StreamConfig{Name: "METER_READS", Subjects: []string{"meter.reads.>"},
+		Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute})
+	require.NoError(t, err)
+	_, err = s.js.CreateStream(ctx, jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"},
+		Storage: jetstream.FileStorage, Duplicates: 20 * time.Minute})
+	require.NoError(t, err)
+	durable := give
+	durable.Durable, durable.AckPolicy, durable.AckWait = "meter-consumer", jetstream.AckExplicitPolicy, 3*time.Second
+	_, err = s.js.CreateConsumer(ctx, "METER_READS", durable)
+	require.NoError(t, err)
+	s.publish("GOOD", 10, 0)
+	s.publish("FLAKY", 5, 0)
+	s.publish("DOOMED", 3, 0)
 	// The breaker is off: this scenario is about the attempt limit, here
 	// 6 attempts with delays of at most 50, 100, 100, 100 and 100ms.
-	args := []string{"--nats-url", w.url, "--downstream-url", e.srv.URL, "--breaker=false", "--retry-cap", "100ms"}
+	args := []string{"--breaker=false", "--retry-cap", "100ms"}
 
 	// Refused, with a message naming the field and the fix, and the
 	// durable left as the operator made it.
-	out, code := runToExit(t, 20*time.Second, append(args, "--create-streams")...)
+	out, code := runToExit(t, 20*time.Second, s.flags(slices.Concat(args, []string{"--create-streams"})...)...)
 	assert.NotZero(t, code, "the operator's durable was accepted:\n%s", out)
 	for _, s := range append(want, "--reconcile") {
 		assert.Contains(t, out, s)
 	}
-	cons, err := w.js.Consumer(ctx, "METER_READS", "meter-consumer")
+	cons, err := s.js.Consumer(ctx, "METER_READS", "meter-consumer")
 	require.NoError(t, err)
 	have := cons.CachedInfo().Config
 	assert.Equal(t, give.MaxDeliver, max(have.MaxDeliver, 0), "the durable was changed without --reconcile")
 	assert.Equal(t, give.BackOff, have.BackOff, "the durable was changed without --reconcile")
 	assert.Equal(t, give.FilterSubject, have.FilterSubject, "the durable was changed without --reconcile")
-	_, calls := e.delivered()
+	_, calls := s.engine.delivered()
 	assert.Zero(t, calls, "a refused consumer delivered reads")
 
 	began := time.Now()
-	c := startConsumer(t, "consumer", append(args, "--create-streams", "--reconcile")...)
-	w.settled(20 * time.Second)
-	f := w.checkLedger(e, func(k string) bool { return strings.HasPrefix(k, "DOOMED@") }, 3)
+	c := s.start("consumer", slices.Concat(args, []string{"--create-streams", "--reconcile"})...)
+	s.settled(20 * time.Second)
+	f := s.checkLedger(func(k string) bool { return strings.HasPrefix(k, "DOOMED@") }, 3)
 	f.Recovery = time.Since(began)
-	cons, err = w.js.Consumer(ctx, "METER_READS", "meter-consumer")
+	cons, err = s.js.Consumer(ctx, "METER_READS", "meter-consumer")
 	require.NoError(t, err)
 	have = cons.CachedInfo().Config
 	assert.Equal(t, -1, have.MaxDeliver, "reconciled")
 	assert.Empty(t, have.BackOff, "reconciled")
-	for _, cp := range w.copies() {
+	for _, cp := range s.copies() {
 		assert.Equal(t, "exhausted", cp.Header.Get("Dlq-Reason"))
 		// 6 attempts charged; deliveries may be more: with half of the
 		// first reads failing (FLAKY and DOOMED), the engine's view sees it
@@ -371,23 +360,20 @@ func lastLine(s string) string {
 // answer it; a second process follows.
 func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
 	const slow = 30 * time.Second
+	// The downstream timeout (1.5s) is longer than the shutdown timeout
+	// (500ms): the stop's deadline, not the call's, cuts the last attempt.
+	args := []string{"--breaker=false", "--max-attempts", "3"}
+	s := newScenario(t, setup{consumers: []string{"first"}, args: slices.Concat(args, []string{"--shutdown-timeout", "500ms"})})
+	first, e := s.consumer, s.engine
 	// Two 503s, then the third call (the last attempt) hangs.
-	e := newEngine(t, nil)
 	e.setPolicy(func(_ string, n int) int {
 		if n == 2 {
 			e.setLatency(slow)
 		}
 		return http.StatusServiceUnavailable
 	})
-	// The downstream timeout (1.5s) is longer than the shutdown timeout
-	// (500ms): the stop's deadline, not the call's, cuts the last attempt.
-	args := []string{"--nats-url", w.url, "--downstream-url", e.srv.URL, "--breaker=false", "--max-attempts", "3"}
-	first := startConsumer(t, "first", append(args, "--create-streams", "--shutdown-timeout", "500ms")...)
-	w.publish("LAST", 1, 0)
+	s.publish("LAST", 1, 0)
 	require.Eventually(t, func() bool { return e.arrived() == 3 }, 10*time.Second, time.Millisecond)
 	code, took := first.Term(10 * time.Second)
 	assert.Equal(t, 0, code, "clean exit")
@@ -396,15 +382,15 @@ func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	assert.Equal(t, float64(3), handedBack[0]["deliveries"], "during its last attempt")
 	assert.Equal(t, "shutdown", handedBack[0]["cause"])
 	assert.Zero(t, first.Count("dead-lettered"))
-	assert.Empty(t, w.deadLetters(), "a read cut by the shutdown was dead-lettered")
-	assert.Equal(t, 1, handBacks(t, w, 1), "the hand-back is on record")
+	assert.Empty(t, s.deadLetters(), "a read cut by the shutdown was dead-lettered")
+	assert.Equal(t, 1, handBacks(t, s.world, 1), "the hand-back is on record")
 
 	e.setLatency(0)
 	e.setPolicy(nil)
 	stopped := time.Now()
-	second := startConsumer(t, "second", args...)
-	w.settled(15 * time.Second)
-	f := w.checkLedger(e, nil, 0)
+	second := s.start("second", args...)
+	s.settled(15 * time.Second)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(stopped)
 	acks := logged(second, "ack")
 	require.Len(t, acks, 1, "the second process delivers it")

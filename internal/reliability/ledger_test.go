@@ -18,17 +18,16 @@ import (
 )
 
 // engine is the downstream: an simengine engine of unlimited capacity
-// whose answers the scenario scripts (policy: the status of call n of key).
-// A 3xx answer points at loginPath, a page that answers 200 to any method
-// (as an auth proxy's login page would): the requests it gets are counted
-// apart and are never a delivery.
+// whose answers the scenario scripts (policy: the status of call n of key),
+// behind a mux with its login page. A 3xx answer points at loginPath, a page
+// that answers 200 to any method (as an auth proxy's login page would): the
+// requests it gets are counted apart and are never a delivery.
 type engine struct {
 	*simengine.Engine
 	srv *httptest.Server
 
 	mu     sync.Mutex
 	logins []string // "METHOD key" of each request to loginPath
-	policy func(key string, n int) int
 }
 
 // loginPath is where the engine's redirects lead.
@@ -36,40 +35,42 @@ const loginPath = "/login"
 
 func newEngine(t *testing.T, policy func(key string, n int) int) *engine {
 	t.Helper()
-	e := &engine{policy: policy}
-	eng, err := simengine.New(simengine.Options{Answer: func(key string, n int) (int, http.Header) {
-		e.mu.Lock()
-		p := e.policy
-		e.mu.Unlock()
-		status := http.StatusOK
-		if p != nil {
-			status = p(key, n)
-		}
-		if status >= 300 && status < 400 {
-			return status, http.Header{"Location": {loginPath}}
-		}
-		return status, nil
-	}})
+	eng, err := simengine.New(simengine.Options{Answer: answer(policy)})
 	require.NoError(t, err)
-	e.Engine = eng
+	e := &engine{Engine: eng}
 	mux := http.NewServeMux()
-	mux.HandleFunc(loginPath, func(w http.ResponseWriter, r *http.Request) {
-		e.mu.Lock()
-		e.logins = append(e.logins, r.Method+" "+r.Header.Get("Idempotency-Key"))
-		e.mu.Unlock()
-		_, _ = w.Write([]byte("<html>sign in</html>"))
-	})
+	mux.HandleFunc(loginPath, e.login)
 	mux.Handle("/", eng)
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e
 }
 
-func (e *engine) setPolicy(p func(key string, n int) int) {
-	e.mu.Lock()
-	e.policy = p
-	e.mu.Unlock()
+// answer is the engine's Answer for policy (nil: 200): a 3xx points at
+// loginPath.
+func answer(policy func(key string, n int) int) func(key string, n int) (int, http.Header) {
+	return func(key string, n int) (int, http.Header) {
+		status := http.StatusOK
+		if policy != nil {
+			status = policy(key, n)
+		}
+		if status >= 300 && status < 400 {
+			return status, http.Header{"Location": {loginPath}}
+		}
+		return status, nil
+	}
 }
+
+// login is the login page.
+func (e *engine) login(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	e.logins = append(e.logins, r.Method+" "+r.Header.Get("Idempotency-Key"))
+	e.mu.Unlock()
+	_, _ = w.Write([]byte("<html>sign in</html>"))
+}
+
+// setPolicy replaces the policy for the calls answered from now on.
+func (e *engine) setPolicy(p func(key string, n int) int) { e.SetAnswer(answer(p)) }
 
 // setLatency makes every call take d.
 func (e *engine) setLatency(d time.Duration) { _ = e.SetServiceTime(d, 0) }
@@ -133,11 +134,8 @@ type world struct {
 	keys []string // every read published, by idempotency key
 }
 
-func newWorld(t *testing.T, url string) *world {
-	t.Helper()
-	return newWorldOpts(t, url)
-}
-
+// newWorldOpts connects the test to url, reconnecting forever, with opts
+// after its own.
 func newWorldOpts(t *testing.T, url string, opts ...nats.Option) *world {
 	t.Helper()
 	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)
@@ -249,11 +247,13 @@ type figures struct {
 	Recovery                                                              time.Duration
 }
 
-// checkLedger asserts the ledger: every read delivered or dead-lettered
-// exactly once (only those in mayFail may be dead-lettered), nothing stuck.
-func (w *world) checkLedger(e *engine, mayFail func(key string) bool, expectDead int) figures {
+// checkLedger asserts the scenario's ledger: every read published delivered
+// to its engine or dead-lettered exactly once (only those in mayFail may be
+// dead-lettered), nothing stuck.
+func (s *scenario) checkLedger(mayFail func(key string) bool, expectDead int) figures {
+	w := s.world
 	w.t.Helper()
-	delivered, calls := e.delivered()
+	delivered, calls := s.engine.delivered()
 	dead := w.deadLetters()
 	f := figures{Calls: calls}
 	w.mu.Lock()

@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
@@ -70,28 +70,13 @@ func newPKI(t *testing.T) pki {
 	return p
 }
 
-// secureServer requires mutual TLS and the given authentication.
-func secureServer(t *testing.T, p pki, auth func(*server.Options)) (string, *server.Options) {
-	t.Helper()
-	port := freePort(t)
-	var opts *server.Options
-	fixedServer(t, port, t.TempDir(), func(o *server.Options) {
+// mutualTLS makes a server require mutual TLS with p's certificates.
+func mutualTLS(t *testing.T, p pki) func(*server.Options) {
+	return func(o *server.Options) {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: p.serverCert, KeyFile: p.serverKey, CaFile: p.ca, Verify: true})
 		require.NoError(t, err)
 		o.TLSConfig, o.TLS, o.TLSVerify, o.TLSTimeout = tc, true, true, 2
-		auth(o)
-		opts = o
-	})
-	return "tls://127.0.0.1:" + itoa(port), opts
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// adminWorld connects the test itself with the same credentials.
-func adminWorld(t *testing.T, url string, p pki, opts ...nats.Option) *world {
-	t.Helper()
-	opts = append(opts, nats.RootCAs(p.ca), nats.ClientCert(p.clientCert, p.clientKey))
-	return newWorldOpts(t, url, opts...)
+	}
 }
 
 func TestSecureConnections(t *testing.T) {
@@ -139,23 +124,20 @@ func TestSecureConnections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			url, _ := secureServer(t, p, tt.auth)
-			w := adminWorld(t, url, p, tt.client...)
-			e := newEngine(t, nil)
-			args := append([]string{"--nats-url", url, "--create-streams", "--downstream-url", e.srv.URL,
-				"--nats-ca", p.ca, "--nats-cert", p.clientCert, "--nats-key", p.clientKey}, tt.args...)
-			c := startConsumerEnv(t, "consumer", tt.env, args...)
-			w.publish("SEC", 10, 0)
-			w.settled(30 * time.Second)
-			w.checkLedger(e, nil, 0)
-			assert.NotContains(t, c.Output(), tt.secret, "a secret reached the log")
+			s := newScenario(t, setup{tls: &p, server: tt.auth, client: tt.client, env: tt.env, args: tt.args})
+			s.publish("SEC", 10, 0)
+			s.settled(30 * time.Second)
+			s.checkLedger(nil, 0)
+			assert.NotContains(t, s.consumer.Output(), tt.secret, "a secret reached the log")
 		})
 	}
 
 	t.Run("a wrong password is said at once, by name, without showing it", func(t *testing.T) {
-		url, _ := secureServer(t, p, func(o *server.Options) { o.Users = []*server.User{{Username: "alice", Password: password}} })
+		r := natstest.RunRestartable(t, mutualTLS(t, p), func(o *server.Options) {
+			o.Users = []*server.User{{Username: "alice", Password: password}}
+		})
 		c := proctest.Start(t, "consumer", binary, []string{"NATS_USER=alice", "NATS_PASSWORD=wrong-" + password},
-			"--nats-url", url, "--downstream-url", "http://127.0.0.1:1/reads",
+			"--nats-url", "tls://"+r.Addr(), "--downstream-url", "http://127.0.0.1:1/reads",
 			"--nats-ca", p.ca, "--nats-cert", p.clientCert, "--nats-key", p.clientKey, "--log-format", "json")
 		var l map[string]any
 		require.Eventually(t, func() bool {

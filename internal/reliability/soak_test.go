@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
 // The long variants: go test -tags soak -run Soak -timeout 60m -v ./internal/reliability/
@@ -55,10 +53,7 @@ func rss(pid int) int {
 func TestSoakSteadyRate(t *testing.T) {
 	t.Parallel()
 	duration, rate := envDuration("SOAK_DURATION", 10*time.Minute), envInt("SOAK_RATE", 200)
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e := newEngine(t, func(key string, n int) int {
+	s := newScenario(t, setup{policy: func(key string, n int) int {
 		h := 0
 		for _, c := range key {
 			h = h*31 + int(c)
@@ -70,8 +65,8 @@ func TestSoakSteadyRate(t *testing.T) {
 			return http.StatusServiceUnavailable
 		}
 		return http.StatusOK
-	})
-	c := startConsumer(t, "consumer", "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL, "--log-level", "info")
+	}, args: []string{"--log-level", "info"}})
+	c := s.consumer
 	var mu sync.Mutex
 	var samples []int
 	stop := make(chan struct{})
@@ -90,10 +85,10 @@ func TestSoakSteadyRate(t *testing.T) {
 	began := time.Now()
 	for i := 0; time.Since(began) < duration; i++ {
 		body, key := read("SOAK", i)
-		w.publishBody("meter.reads.soak", body, key, nil)
+		s.publishBody("meter.reads.soak", body, key, nil)
 		time.Sleep(time.Second / time.Duration(rate))
 	}
-	w.settled(5 * time.Minute)
+	s.settled(5 * time.Minute)
 	close(stop)
 	permanent := func(k string) bool {
 		h := 0
@@ -102,11 +97,11 @@ func TestSoakSteadyRate(t *testing.T) {
 		}
 		return h%100 == 0
 	}
-	f := w.checkLedger(e, permanent, w.countKeys(permanent))
+	f := s.checkLedger(permanent, s.countKeys(permanent))
 	mu.Lock()
 	first, peak, last := samples[0], 0, samples[len(samples)-1]
-	for _, s := range samples {
-		peak = max(peak, s)
+	for _, v := range samples {
+		peak = max(peak, v)
 	}
 	mu.Unlock()
 	t.Logf("SOAK %s at %d/s: RSS first %d KiB, peak %d KiB, last %d KiB", duration, rate, first, peak, last)
@@ -130,29 +125,18 @@ func (w *world) countKeys(pred func(string) bool) int {
 // outage of ten times the whole retry budget (about 155s).
 func TestSoakLongOutage(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	fixedServer(t, port, t.TempDir())
-	w := newWorld(t, url(port))
-	e, heal := outageEngine(t)
-	startConsumerDefaults(t, "--nats-url", w.url, "--create-streams", "--downstream-url", e.srv.URL)
+	policy, heal := outage()
+	s := newScenario(t, setup{policy: policy, defaults: true})
 	began := time.Now()
 	for i := 0; time.Since(began) < envDuration("SOAK_OUTAGE", 155*time.Second); i++ {
 		body, key := read("LONG", i)
-		w.publishBody("meter.reads.long", body, key, nil)
+		s.publishBody("meter.reads.long", body, key, nil)
 		time.Sleep(50 * time.Millisecond)
 	}
 	heal()
 	recovered := time.Now()
-	w.settled(10 * time.Minute)
-	f := w.checkLedger(e, nil, 0)
+	s.settled(10 * time.Minute)
+	f := s.checkLedger(nil, 0)
 	f.Recovery = time.Since(recovered)
 	f.log(t, "long-outage")
-}
-
-// startConsumerDefaults runs the consumer with its default policy.
-func startConsumerDefaults(t *testing.T, args ...string) *proctest.Proc {
-	saved := fast
-	fast = []string{"--log-format", "json", "--log-level", "debug", "--http-addr", "", "--replicas", "1"}
-	defer func() { fast = saved }()
-	return startConsumer(t, "consumer", args...)
 }

@@ -43,7 +43,9 @@
 // [Latencies.Quantile]), and the calls arrived per 100ms ([Engine.Arrivals],
 // [Engine.PeakArrivals] for a herd). [Engine.Await] waits for a condition on
 // the Stats without polling. [Options.Keep] limits the per-key ledger, so a
-// bench of millions of reads keeps its memory flat.
+// bench of millions of reads keeps its memory flat. [Options.Record] keeps
+// each call's request headers and body too ([Call].Header and Body), so that
+// a test sees what reached the engine without a handler of its own.
 //
 // # Determinism
 //

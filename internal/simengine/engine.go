@@ -33,6 +33,7 @@ type Engine struct {
 	log   *slog.Logger
 	check func(r *http.Request, body []byte) error
 	keep  func(key string) bool
+	rec   bool // Options.Record
 
 	mu          sync.Mutex // guards everything below
 	core        core
@@ -70,6 +71,7 @@ func New(o Options) (*Engine, error) {
 		log:         log,
 		check:       o.Check,
 		keep:        o.Keep,
+		rec:         o.Record,
 		core:        core{servers: o.Servers, queueCap: o.Queue},
 		serviceTime: o.ServiceTime,
 		jitter:      o.Jitter,
@@ -171,7 +173,7 @@ func (e *Engine) SetDelay(f func(key string, n int) time.Duration) {
 // ServeHTTP takes one call: a POST whose Idempotency-Key header names the
 // read. Anything else, or a body Check refuses, is answered 400.
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key, reason := e.request(w, r)
+	key, body, reason := e.request(w, r)
 	if reason != "" {
 		e.mu.Lock()
 		e.totals.BadRequests++
@@ -183,12 +185,16 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	kept := e.keep == nil || e.keep(key)
+	var req *request
+	if e.rec && kept {
+		req = &request{header: r.Header.Clone(), body: body}
+	}
 	e.mu.Lock()
 	at := e.since()
 	t := &ticket{at: at}
 	e.arrivals.add(at)
 	e.totals.Calls++
-	kc, idx, n := e.recordLocked(key, kept, at)
+	kc, idx, n := e.recordLocked(key, kept, at, req)
 	adm := e.core.arrive(t)
 	switch adm {
 	case serve:
@@ -361,9 +367,10 @@ func (e *Engine) drawShedLocked() (int, []string) {
 	return status, retryAfter
 }
 
-// recordLocked notes a call of key that arrived at at, and returns where it
-// is kept (nil for a key not kept) and its number.
-func (e *Engine) recordLocked(key string, kept bool, at time.Duration) (*keyCalls, int, int) {
+// recordLocked notes a call of key that arrived at at, with its request when
+// the engine records them (req, nil otherwise), and returns where it is kept
+// (nil for a key not kept) and its number.
+func (e *Engine) recordLocked(key string, kept bool, at time.Duration, req *request) (*keyCalls, int, int) {
 	if !kept {
 		return nil, 0, 0
 	}
@@ -373,6 +380,9 @@ func (e *Engine) recordLocked(key string, kept bool, at time.Duration) (*keyCall
 		e.ledger[key] = kc
 	}
 	kc.calls = append(kc.calls, call{at: at})
+	if req != nil {
+		kc.requests = append(kc.requests, *req)
+	}
 	return kc, len(kc.calls) - 1, len(kc.calls)
 }
 
@@ -415,32 +425,35 @@ func (e *Engine) signalLocked() {
 	}
 }
 
-// request checks r and returns its key, or the reason it is a bad request.
-// It reads or drains the body, so that the server watches the connection
-// (and ends r's context if the client goes) while the call waits.
-func (e *Engine) request(w http.ResponseWriter, r *http.Request) (key, reason string) {
+// request checks r and returns its key and, when Check or Record needs it,
+// its body; or the reason it is a bad request. It reads or drains the body,
+// so that the server watches the connection (and ends r's context if the
+// client goes) while the call waits.
+func (e *Engine) request(w http.ResponseWriter, r *http.Request) (key string, body []byte, reason string) {
 	if r.Method != http.MethodPost {
-		return "", "method " + r.Method + " is not POST"
+		return "", nil, "method " + r.Method + " is not POST"
 	}
 	key = strings.TrimSpace(r.Header.Get(KeyHeader))
 	if key == "" {
-		return "", KeyHeader + " header is missing"
+		return "", nil, KeyHeader + " header is missing"
 	}
-	body := http.MaxBytesReader(w, r.Body, maxBodySize)
-	if e.check == nil {
-		if _, err := io.Copy(io.Discard, body); err != nil {
-			return key, "reading body: " + err.Error()
+	rd := http.MaxBytesReader(w, r.Body, maxBodySize)
+	if e.check == nil && !e.rec {
+		if _, err := io.Copy(io.Discard, rd); err != nil {
+			return key, nil, "reading body: " + err.Error()
 		}
-		return key, ""
+		return key, nil, ""
 	}
-	b, err := io.ReadAll(body)
+	body, err := io.ReadAll(rd)
 	if err != nil {
-		return key, "reading body: " + err.Error()
+		return key, nil, "reading body: " + err.Error()
 	}
-	if err := e.check(r, b); err != nil {
-		return key, err.Error()
+	if e.check != nil {
+		if err := e.check(r, body); err != nil {
+			return key, nil, err.Error()
+		}
 	}
-	return key, ""
+	return key, body, ""
 }
 
 // CheckJSON is a Check that wants what the rate engine's API wants: a JSON
@@ -528,7 +541,8 @@ func (e *Engine) Await(ctx context.Context, cond func(Stats) bool) error {
 	}
 }
 
-// Calls returns the calls of key in the order they arrived; nil for a key
+// Calls returns the calls of key in the order they arrived, with their
+// requests' headers and bodies when Options.Record is set; nil for a key
 // never seen or not kept.
 func (e *Engine) Calls(key string) []Call {
 	e.mu.Lock()
@@ -566,6 +580,9 @@ func (e *Engine) export(kc *keyCalls) []Call {
 	for i, c := range kc.calls {
 		out[i] = Call{N: i + 1, At: e.start.Add(c.at), Outcome: c.outcome, Status: int(c.status),
 			Wait: c.wait, Latency: c.latency}
+		if i < len(kc.requests) {
+			out[i].Header, out[i].Body = kc.requests[i].header.Clone(), slices.Clone(kc.requests[i].body)
+		}
 	}
 	return out
 }

@@ -352,6 +352,46 @@ func TestCheckSeesTheRequest(t *testing.T) {
 	assert.Equal(t, map[string]string{"k": readBody}, seen)
 }
 
+// Record keeps each call's request headers and body with the call, as
+// copies the caller may change; only the calls of keys kept, never a bad
+// request, and nothing without Record.
+func TestRecord(t *testing.T) {
+	serve := func(e *simengine.Engine, method, key, body, trace string) {
+		req := httptest.NewRequestWithContext(t.Context(), method, "/reads", strings.NewReader(body))
+		req.Header.Set(simengine.KeyHeader, key)
+		req.Header.Set("Traceparent", trace)
+		e.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	e, err := simengine.New(simengine.Options{Record: true, Keep: func(key string) bool { return key != "other" }})
+	require.NoError(t, err)
+	serve(e, http.MethodPost, "k", `{"n":1}`, "t1")
+	serve(e, http.MethodGet, "k", `{"n":"get"}`, "t-get") // a bad request
+	serve(e, http.MethodPost, "k", `{"n":2}`, "t2")
+	serve(e, http.MethodPost, "other", `{"n":3}`, "t3")
+
+	calls := e.Calls("k")
+	require.Len(t, calls, 2)
+	for i, want := range []struct{ body, trace string }{{`{"n":1}`, "t1"}, {`{"n":2}`, "t2"}} {
+		assert.Equal(t, want.body, string(calls[i].Body), "call %d", i+1)
+		assert.Equal(t, want.trace, calls[i].Header.Get("Traceparent"), "call %d", i+1)
+		assert.Equal(t, "k", calls[i].Header.Get(simengine.KeyHeader), "call %d", i+1)
+	}
+	assert.Equal(t, calls, e.Ledger()["k"])
+	assert.Nil(t, e.Calls("other"), "a key not kept is not recorded")
+	calls[0].Header.Set("Traceparent", "changed")
+	calls[0].Body[0] = 'x'
+	again := e.Calls("k")
+	assert.Equal(t, "t1", again[0].Header.Get("Traceparent"), "the engine's record is its own")
+	assert.Equal(t, `{"n":1}`, string(again[0].Body), "the engine's record is its own")
+
+	e, err = simengine.New(simengine.Options{})
+	require.NoError(t, err)
+	serve(e, http.MethodPost, "k", `{"n":1}`, "t1")
+	require.Len(t, e.Calls("k"), 1)
+	assert.Nil(t, e.Calls("k")[0].Header, "nothing recorded without Record")
+	assert.Nil(t, e.Calls("k")[0].Body, "nothing recorded without Record")
+}
+
 // Delay makes a call slow without holding its server: another call is
 // served meanwhile. A client that leaves during it abandons the call.
 func TestDelayHoldsNoServer(t *testing.T) {

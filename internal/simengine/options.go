@@ -64,6 +64,12 @@ type Options struct {
 	// total but has no Calls, and a 2xx for it counts in Stats.Served but
 	// neither as billed nor as a duplicate: it keeps a bench's memory flat.
 	Keep func(key string) bool
+	// Record, when set, keeps each call's request headers and body (read up
+	// to 1 MiB) with the call, for a test that checks what reached the
+	// engine: [Engine.Calls] and [Engine.Ledger] return them in Call.Header
+	// and Call.Body. Only calls of keys kept are recorded, and never a bad
+	// request. It costs a copy of both per call: leave it off in a bench.
+	Record bool
 
 	// Logger receives one debug record per answered call (default:
 	// discarded).

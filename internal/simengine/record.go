@@ -2,6 +2,7 @@ package simengine
 
 import (
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -56,6 +57,10 @@ type Call struct {
 	// Latency is from its arrival to its answer (wait, service and Delay)
 	// for a served call (Billed, Duplicate, Refused); 0 otherwise.
 	Latency time.Duration
+	// Header and Body are the request's headers and body, copies the caller
+	// may keep, when Options.Record is set; nil otherwise.
+	Header http.Header
+	Body   []byte
 }
 
 // call is a Call as the engine keeps it: 32 bytes, times from the engine's
@@ -70,6 +75,15 @@ type call struct {
 type keyCalls struct {
 	billed bool
 	calls  []call
+	// requests holds each call's request, by index, when Options.Record is
+	// set: apart from calls, so that a call stays 32 bytes without it.
+	requests []request
+}
+
+// request is what Options.Record keeps of a call's request.
+type request struct {
+	header http.Header
+	body   []byte
 }
 
 // Stats are the engine's totals, and its state at one instant.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 func TestOutageHoldsReadsInsteadOfDeadLettering(t *testing.T) {
@@ -33,7 +34,7 @@ func TestOutageHoldsReadsInsteadOfDeadLettering(t *testing.T) {
 	down.Store(false)
 	e.settled(20 * time.Second)
 
-	e.ledgerDelivered(keys, func(c call) bool { return c.Status == http.StatusOK })
+	e.ledgerDelivered(keys, func(c simengine.Call) bool { return c.Status == http.StatusOK })
 	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "exhausted")))
 	assert.GreaterOrEqual(t, testutil.ToFloat64(counter(t, e, "meter_consumer_breaker_transitions_total", "to", "open")), 1.0)
 	assert.GreaterOrEqual(t, testutil.ToFloat64(counter(t, e, "meter_consumer_breaker_transitions_total", "to", "closed")), 1.0)

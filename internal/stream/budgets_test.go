@@ -41,7 +41,7 @@ func TestTheRetryBudgetBoundsRetries(t *testing.T) {
 		// Every read tried at least once, and the storm given time to retry.
 		require.Eventually(t, func() bool {
 			for i := range reads {
-				if len(e.re.callsFor(keyOf(i))) == 0 {
+				if len(e.re.Calls(keyOf(i))) == 0 {
 					return false
 				}
 			}
@@ -92,7 +92,7 @@ func TestARetryOverTheBudgetIsNotCharged(t *testing.T) {
 	e.settled(20 * time.Second)
 	assert.Empty(t, e.deadLetters(), "waiting for the budget cost no read an attempt")
 	for i := range reads {
-		calls := e.re.callsFor(keyOf(i))
+		calls := e.re.Calls(keyOf(i))
 		require.NotEmpty(t, calls)
 		assert.Equal(t, http.StatusOK, calls[len(calls)-1].Status)
 		assert.LessOrEqual(t, len(calls), o.Policy.MaxAttempts)
@@ -115,7 +115,7 @@ func TestAReadPastItsAgeIsExpired(t *testing.T) {
 	require.Len(t, dl, 1)
 	assert.Equal(t, "expired", dl[0].Header.Get("Dlq-Reason"))
 	assert.Equal(t, "http_503", dl[0].Header.Get("Dlq-Cause"))
-	assert.Less(t, len(e.re.callsFor(key1)), 50, "not retried until its attempts were spent")
+	assert.Less(t, len(e.re.Calls(key1)), 50, "not retried until its attempts were spent")
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "expired")))
 }
 
@@ -138,7 +138,7 @@ func TestReadsWaitingForAWorkerAreKeptAlive(t *testing.T) {
 	}
 	e.settled(30 * time.Second)
 	for i := range reads {
-		assert.Len(t, e.re.callsFor(keyOf(i)), 1, "read %d was redelivered", i)
+		assert.Len(t, e.re.Calls(keyOf(i)), 1, "read %d was redelivered", i)
 	}
 	assert.Empty(t, e.deadLetters())
 }

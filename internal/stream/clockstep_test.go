@@ -12,6 +12,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/clock"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // TestAnOutageAfterAWallClockStepStillOpensTheBreaker: the wall clock steps
@@ -54,7 +55,7 @@ func TestAnOutageAfterAWallClockStepStillOpensTheBreaker(t *testing.T) {
 	down.Store(false)
 	e.settled(20 * time.Second)
 
-	e.ledgerDelivered(keys, func(c call) bool { return c.Status == http.StatusOK })
+	e.ledgerDelivered(keys, func(c simengine.Call) bool { return c.Status == http.StatusOK })
 	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "exhausted")))
 }
 
@@ -82,7 +83,7 @@ func TestAHeldReadWaitsOutItsDelayWhateverTheWallClockDoes(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	clk.Step(-time.Minute)
 	e.settled(10 * time.Second)
-	calls := e.re.callsFor("MTR-1@2026-11-30T06:01:00Z")
+	calls := e.re.Calls("MTR-1@2026-11-30T06:01:00Z")
 	require.Len(t, calls, 2)
 	assert.Equal(t, http.StatusOK, calls[1].Status)
 	assert.Less(t, calls[1].At.Sub(calls[0].At), e.topo.AckWait, "retried after its delay, not redelivered after the ack wait")

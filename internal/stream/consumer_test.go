@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"testing"
@@ -23,12 +24,14 @@ func TestSuccessIsAckedOnce(t *testing.T) {
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	e.settled(10 * time.Second)
 
-	calls := e.re.callsFor(key1)
+	calls := e.re.Calls(key1)
 	require.Len(t, calls, 1)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(calls[0].Body, &body))
 	assert.Equal(t, map[string]any{
 		"meter_id": "MTR-1", "read_at": "2026-11-30T06:01:00Z", "quantity": "12.500",
 		"unit": "kWh", "idempotency_key": key1,
-	}, calls[0].Body)
+	}, body)
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_messages_total", "outcome", "ack")))
 	assert.Empty(t, e.deadLetters())
 }
@@ -46,7 +49,7 @@ func TestTransientTwiceThenSuccess(t *testing.T) {
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	e.settled(10 * time.Second)
 
-	calls := e.re.callsFor(key1)
+	calls := e.re.Calls(key1)
 	require.Len(t, calls, 3, "two 503s then a success: three deliveries")
 
 	// The delays asked for are the policy's draws for attempts 1 and 2, from
@@ -75,7 +78,7 @@ func TestRetryAfterIsAFloor(t *testing.T) {
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	e.settled(10 * time.Second)
 
-	calls := e.re.callsFor(key1)
+	calls := e.re.Calls(key1)
 	require.Len(t, calls, 2)
 	assert.GreaterOrEqual(t, calls[1].At.Sub(calls[0].At), 2*time.Second)
 	assert.Equal(t, []time.Duration{2 * time.Second}, e.logs.delays())
@@ -123,7 +126,7 @@ func TestPermanentFailuresAreDeadLetteredOnce(t *testing.T) {
 	assert.Equal(t, "invalid_payload", bad.Header.Get("Dlq-Cause"))
 	assert.Contains(t, bad.Header.Get("Dlq-Error"), "read_at")
 
-	assert.Len(t, e.re.callsFor(key1), 1, "a 422 is not retried")
+	assert.Len(t, e.re.Calls(key1), 1, "a 422 is not retried")
 	assert.Equal(t, 1, e.re.total(), "an invalid read never reaches the downstream")
 	assert.Equal(t, 2.0, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "permanent")))
 	assert.Equal(t, 2.0, testutil.ToFloat64(counter(t, e, "meter_consumer_messages_total", "outcome", "term")))
@@ -137,7 +140,7 @@ func TestAlwaysTransientIsExhausted(t *testing.T) {
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	e.settled(10 * time.Second)
 
-	assert.Len(t, e.re.callsFor(key1), o.Policy.MaxAttempts, "delivered exactly max_attempts times")
+	assert.Len(t, e.re.Calls(key1), o.Policy.MaxAttempts, "delivered exactly max_attempts times")
 	dl := e.deadLetters()
 	require.Len(t, dl, 1)
 	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))
@@ -156,6 +159,6 @@ func TestTheTraceparentGoesOnToTheEngine(t *testing.T) {
 	e.publish("meter.reads.north", read("MTR-1", 1), nats.Header{"traceparent": {tp}})
 	e.publish("meter.reads.north", read("MTR-2", 2), nil)
 	e.settled(10 * time.Second)
-	assert.Equal(t, tp, e.re.callsFor(key1)[0].Header.Get("Traceparent"))
-	assert.Empty(t, e.re.callsFor("MTR-2@2026-11-30T06:02:00Z")[0].Header.Get("Traceparent"))
+	assert.Equal(t, tp, e.re.Calls(key1)[0].Header.Get("Traceparent"))
+	assert.Empty(t, e.re.Calls("MTR-2@2026-11-30T06:02:00Z")[0].Header.Get("Traceparent"))
 }

@@ -83,12 +83,12 @@ func TestAPerAccountThrottleDoesNotPauseTheReplica(t *testing.T) {
 	t.Logf("settled in %s", time.Since(began))
 	assert.Empty(t, e.logs.byMessage("the rate engine throttles broadly: calls paused"))
 	for i := 1; i < reads; i += 4 {
-		c := e.re.callsFor(keyOf(i))
+		c := e.re.Calls(keyOf(i))
 		require.NotEmpty(t, c)
 		assert.Less(t, c[0].At.Sub(began), 2*time.Second, "read %d was not held behind the throttled ones", i)
 	}
 	for i := 0; i < reads; i += 4 {
-		c := e.re.callsFor(keyOf(i))
+		c := e.re.Calls(keyOf(i))
 		require.Len(t, c, 2)
 		assert.GreaterOrEqual(t, c[1].At.Sub(c[0].At), 2*time.Second, "its own Retry-After is the floor")
 	}
@@ -123,7 +123,7 @@ func TestReadsFailingOnceDoNotWaitOnTheRetryBudget(t *testing.T) {
 	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied")))
 	assert.Equal(t, 60.0, testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "spent")))
 	for i := 0; i < reads; i += 5 {
-		c := e.re.callsFor(keyOf(i))
+		c := e.re.Calls(keyOf(i))
 		require.Len(t, c, 2)
 		assert.Less(t, c[1].At.Sub(c[0].At), o.Policy.Base+time.Second, "read %d's retry waited its delay, not the budget", i)
 	}
@@ -155,7 +155,7 @@ func TestAFewReadsThatAlwaysFailAreTheirOwn(t *testing.T) {
 		assert.Equal(t, "exhausted", m.Header.Get("Dlq-Reason"))
 	}
 	for i := 0; i < reads; i += 30 {
-		assert.Len(t, e.re.callsFor(keyOf(i)), o.Policy.MaxAttempts, "read %d", i)
+		assert.Len(t, e.re.Calls(keyOf(i)), o.Policy.MaxAttempts, "read %d", i)
 	}
 }
 
@@ -177,7 +177,7 @@ func TestADayOfRetryAfterIsClampedAndPausesNothing(t *testing.T) {
 	e.start(o)
 	e.settled(10 * time.Second)
 	assert.Empty(t, e.logs.byMessage("the rate engine throttles broadly: calls paused"))
-	c := e.re.callsFor(keyOf(0))
+	c := e.re.Calls(keyOf(0))
 	require.Len(t, c, 2)
 	gap := c[1].At.Sub(c[0].At)
 	assert.GreaterOrEqual(t, gap, 500*time.Millisecond)
@@ -239,7 +239,7 @@ func TestAnEngineDownBeforeTheBreakerOpensDeadLettersNothing(t *testing.T) {
 	e.settled(30 * time.Second)
 	assert.Empty(t, e.deadLetters(), "no read paid for the outage")
 	for i := range reads {
-		c := e.re.callsFor(keyOf(i))
+		c := e.re.Calls(keyOf(i))
 		require.NotEmpty(t, c, "read %d", i)
 		assert.Equal(t, http.StatusOK, c[len(c)-1].Status, "read %d billed", i)
 	}

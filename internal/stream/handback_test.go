@@ -40,7 +40,7 @@ func TestACutLastAttemptIsHandedBack(t *testing.T) {
 	})
 	stop := e.start(o)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
-	require.Eventually(t, func() bool { return len(e.re.callsFor(key1)) == budget }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(e.re.Calls(key1)) == budget }, 10*time.Second, time.Millisecond)
 	stop()
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_hand_backs_total")))
@@ -52,7 +52,7 @@ func TestACutLastAttemptIsHandedBack(t *testing.T) {
 	e.start(e.options(52))
 	e.settled(10 * time.Second)
 	assert.Empty(t, e.deadLetters(), "a stop is not the read's fault")
-	calls := e.re.callsFor(key1)
+	calls := e.re.Calls(key1)
 	require.Len(t, calls, budget+1)
 	assert.Equal(t, http.StatusOK, calls[budget].Status)
 }
@@ -79,7 +79,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 	for i := range stops {
 		stop := e.start(opened())
 		// The read's call fails, the breaker opens, the read waits for it.
-		require.Eventually(t, func() bool { return len(e.re.callsFor(key1)) == i+1 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return len(e.re.Calls(key1)) == i+1 }, 10*time.Second, time.Millisecond)
 		stop()
 	}
 	entry, err := e.set.Records.KV.Get(t.Context(), strconv.FormatUint(seq, 10))
@@ -97,7 +97,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 	e.start(e.options(54))
 	e.settled(10 * time.Second)
 	assert.Empty(t, e.deadLetters())
-	assert.Equal(t, http.StatusOK, e.re.callsFor(key1)[stops].Status)
+	assert.Equal(t, http.StatusOK, e.re.Calls(key1)[stops].Status)
 }
 
 // Held reads are kept alive until they are handed back, however long the
@@ -123,13 +123,13 @@ func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
 	o.HandlerTimeout = 1800 * time.Millisecond
 	stopA := e.start(o)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
-	require.Eventually(t, func() bool { return len(e.re.callsFor(key1)) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(e.re.Calls(key1)) == 1 }, 5*time.Second, time.Millisecond)
 	// The slow read starts half an ack wait later, so the stop it holds up
 	// ends past the ack wait counted from the held read's last sign of life
 	// (a timeline, not a wait for a condition).
 	time.Sleep(500 * time.Millisecond)
 	e.publish("meter.reads.north", read("MTR-2", 2), nil)
-	require.Eventually(t, func() bool { return len(e.re.callsFor(slowKey)) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(e.re.Calls(slowKey)) == 1 }, 5*time.Second, time.Millisecond)
 
 	oB := e.options(56)
 	oB.HandlerTimeout = 1800 * time.Millisecond
@@ -137,7 +137,7 @@ func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
 	stopA()
 	e.settled(15 * time.Second)
 
-	calls := e.re.callsFor(key1)
+	calls := e.re.Calls(key1)
 	require.Len(t, calls, 2)
 	assert.GreaterOrEqual(t, calls[1].At.Sub(calls[0].At), retryAfter, "redelivered before its delay was over")
 	assert.Empty(t, e.deadLetters())

@@ -2,7 +2,6 @@ package stream_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,40 +26,19 @@ import (
 	"github.com/meterline/meter-consumer/internal/topology"
 )
 
-// call is one request the downstream saw.
-type call struct {
-	At     time.Time
-	Method string
-	Key    string
-	Header http.Header
-	Body   map[string]any
-	Status int // 0 if the client gave up before the answer
-}
-
 // rateEngine is the tests' downstream: an simengine engine of unlimited
-// capacity whose answers a test scripts, and which keeps each request's
-// headers and body.
+// capacity whose answers a test scripts, and which records each call's
+// headers and body (Calls).
 type rateEngine struct {
 	*simengine.Engine
 	srv *simengine.Server
-
-	mu   sync.Mutex
-	seen map[string][]call // per key, in arrival order: method, headers, body
 }
 
 // newRateEngine answers call n of key with answer(n, key) (nil: 200).
 func newRateEngine(t *testing.T, answer func(n int, key string) (int, http.Header)) *rateEngine {
 	t.Helper()
-	re := &rateEngine{seen: map[string][]call{}}
-	o := simengine.Options{Check: func(r *http.Request, b []byte) error {
-		var body map[string]any
-		_ = json.Unmarshal(b, &body)
-		key := r.Header.Get("Idempotency-Key")
-		re.mu.Lock()
-		re.seen[key] = append(re.seen[key], call{Method: r.Method, Key: key, Header: r.Header.Clone(), Body: body})
-		re.mu.Unlock()
-		return nil
-	}}
+	re := &rateEngine{}
+	o := simengine.Options{Record: true}
 	if answer != nil {
 		o.Answer = func(key string, n int) (int, http.Header) { return answer(n, key) }
 	}
@@ -83,23 +61,6 @@ func (re *rateEngine) setDelay(f func(n int, key string) time.Duration) {
 		return
 	}
 	re.SetDelay(func(key string, n int) time.Duration { return f(n, key) })
-}
-
-// callsFor returns the calls that carried key, in arrival order.
-func (re *rateEngine) callsFor(key string) []call {
-	re.mu.Lock()
-	seen := append([]call(nil), re.seen[key]...)
-	re.mu.Unlock()
-	calls := re.Calls(key)
-	out := make([]call, 0, len(calls))
-	for i, c := range calls {
-		got := call{Key: key, At: c.At, Status: c.Status}
-		if i < len(seen) {
-			got.Method, got.Header, got.Body = seen[i].Method, seen[i].Header, seen[i].Body
-		}
-		out = append(out, got)
-	}
-	return out
 }
 
 // total is every call the engine took.

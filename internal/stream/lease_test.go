@@ -104,14 +104,14 @@ func TestAReplicaCutOffPastTheAckWaitDoesNotNakAnotherReplicasDelivery(t *testin
 	oB.Sink, err = downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: e.re.srv.URL, Timeout: 2400 * time.Millisecond, Concurrency: 64})
 	require.NoError(t, err)
 	e.start(oB)
-	require.Eventually(t, func() bool { return len(e.re.callsFor(key)) == 2 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(e.re.Calls(key)) == 2 }, 10*time.Second, time.Millisecond,
 		"B never got the read")
 	dialer.setCut(false)
 	require.Eventually(t, ncA.IsConnected, 5*time.Second, time.Millisecond)
 
 	e.settled(15 * time.Second)
 	stopA()
-	calls := e.re.callsFor(key)
+	calls := e.re.Calls(key)
 	require.NotEmpty(t, calls)
 	assert.Len(t, calls, 2, "B's delivery was NAKed under it: the read was delivered again")
 	assert.Equal(t, http.StatusOK, calls[len(calls)-1].Status)

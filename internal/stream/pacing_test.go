@@ -73,7 +73,7 @@ func measureSpread(t *testing.T) spread {
 	var back []time.Time
 	var late []time.Duration
 	for seq, key := range keyOf {
-		calls := e.re.callsFor(key)
+		calls := e.re.Calls(key)
 		require.Len(t, calls, 2, key)
 		back = append(back, calls[1].At)
 		late = append(late, calls[1].At.Sub(calls[0].At)-asked[seq])

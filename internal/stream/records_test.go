@@ -90,10 +90,10 @@ func TestReadsOfARecreatedStreamAreNotSettledByTheOldReadsRecords(t *testing.T) 
 	require.Equal(t, uint64(2), e.publish("meter.reads.north", read("MTR-4", 4), nil))
 	e.settled(15 * time.Second)
 
-	calls := e.re.callsFor(keyB1)
+	calls := e.re.Calls(keyB1)
 	require.Len(t, calls, 2, "the read at sequence 1 is called again, not dead-lettered on the old read's record")
 	assert.Equal(t, http.StatusOK, calls[1].Status)
-	assert.Len(t, e.re.callsFor(keyB2), 1)
+	assert.Len(t, e.re.Calls(keyB2), 1)
 	dl := e.deadLetters()
 	require.Len(t, dl, 3, "the new read at sequence 2 has a copy of its own")
 	assert.Contains(t, string(dl[2].Data), `"MTR-4"`)
@@ -150,7 +150,7 @@ func TestAHandBackDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 	e.re.setDelay(func(int, string) time.Duration { return 3 * time.Second }) // the call outlives the stop's deadline
 	stop := e.start(o)
 	// Its look-up fails, its call is cut by the stop.
-	require.Eventually(t, func() bool { return len(e.re.callsFor(key1)) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(e.re.Calls(key1)) == 1 }, 10*time.Second, time.Millisecond)
 	stop()
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_hand_backs_total")), "the read is handed back")
@@ -185,7 +185,7 @@ func TestTwoWritersOfARecordDoNotOverwriteEachOther(t *testing.T) {
 	require.Equal(t, uint64(1), e.publish("meter.reads.north", read("MTR-1", 1), nil))
 	e.settled(10 * time.Second)
 
-	require.Len(t, e.re.callsFor(key1), 2)
+	require.Len(t, e.re.Calls(key1), 2)
 	require.Len(t, e.deadLetters(), 1)
 	got := e.storedRecord(1)
 	assert.Equal(t, uint64(2), got.HandBacks, "the other replica's write is kept")
@@ -264,7 +264,7 @@ func TestARecreatedDurableDoesNotCopyADeadLetteredReadTwice(t *testing.T) {
 	e.start(options(77))
 	e.settled(10 * time.Second)
 
-	assert.Len(t, e.re.callsFor(key1), 2, "the read is posted again: harmless, under its idempotency key")
+	assert.Len(t, e.re.Calls(key1), 2, "the read is posted again: harmless, under its idempotency key")
 	assert.Len(t, e.deadLetters(), 1, "and copied once")
 	found := e.logs.byMessage("dead-lettered")
 	require.Len(t, found, 2)
@@ -303,7 +303,7 @@ func TestARecordOfAnEarlierVersionIsTheReadsOnlyIfWrittenAfterIt(t *testing.T) {
 	assert.Equal(t, "1", dl[0].Header.Get("Dlq-Sequence"))
 	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"), "its own deliveries decide, not the old read's decision")
 	assert.Equal(t, "unsettled", dl[0].Header.Get("Dlq-Cause"))
-	calls := e.re.callsFor("MTR-2@2026-11-30T06:02:00Z")
+	calls := e.re.Calls("MTR-2@2026-11-30T06:02:00Z")
 	require.Len(t, calls, 1, "the hand-backs on record credited: called, not dead-lettered")
 	assert.Equal(t, http.StatusOK, calls[0].Status)
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_mismatches_total", "kind", "record")))

@@ -8,14 +8,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // ledger asserts every published key reached the downstream with a 2xx at
 // least once and nothing was dead-lettered.
-func (e *env) ledgerDelivered(keys []string, ok func(call) bool) {
+func (e *env) ledgerDelivered(keys []string, ok func(simengine.Call) bool) {
 	e.t.Helper()
 	for _, k := range keys {
-		calls := e.re.callsFor(k)
+		calls := e.re.Calls(k)
 		delivered := false
 		for _, c := range calls {
 			delivered = delivered || ok(c)
@@ -57,7 +59,7 @@ func TestShutdownWithReadsInFlightLosesNone(t *testing.T) {
 			e.re.setLatency(0)
 			e.start(e.options(22))
 			e.settled(15 * time.Second)
-			e.ledgerDelivered(keys, func(c call) bool { return c.Status == http.StatusOK })
+			e.ledgerDelivered(keys, func(c simengine.Call) bool { return c.Status == http.StatusOK })
 		})
 	}
 }

@@ -58,7 +58,7 @@ func TestAReadsAgeIsTimedOnTheServersClock(t *testing.T) {
 				assert.Equal(t, want, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", reason)), reason)
 			}
 			if tt.wantReason == "" {
-				calls := e.re.callsFor("MTR-1@2026-11-30T06:01:00Z")
+				calls := e.re.Calls("MTR-1@2026-11-30T06:01:00Z")
 				require.NotEmpty(t, calls)
 				assert.Equal(t, http.StatusOK, calls[len(calls)-1].Status)
 			}
@@ -116,7 +116,7 @@ func TestACopyIsLookedForOnTheServersClock(t *testing.T) {
 			e.settled(15 * time.Second)
 
 			assert.Len(t, e.deadLetters(), 1, "one copy, though the first answer was lost")
-			assert.Len(t, e.re.callsFor(key1), 1, "the downstream was asked once")
+			assert.Len(t, e.re.Calls(key1), 1, "the downstream was asked once")
 		})
 	}
 }
