@@ -106,9 +106,9 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Defaults is the full run: under five minutes on a 2-core machine before
-// the audit scenario, which took 1m40s alone (docs/PERFORMANCE.md). The
-// partial scenario uses the production retry policy.
+// Defaults is the full run; how long it took is on the first line of the
+// table in docs/PERFORMANCE.md, and the audit rows give the audit's own time.
+// The partial scenario uses the production retry policy.
 func Defaults() Config {
 	return Config{
 		N:            200_000,
