@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -281,3 +282,16 @@ var binaryClassifier = func() *classify.HTTP {
 	}
 	return h
 }()
+
+// String is every record, one a line, for a failing test's message.
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, r := range l.records {
+		b.WriteString(r.Message)
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

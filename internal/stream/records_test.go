@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,7 +201,16 @@ func TestTwoWritersOfARecordDoNotOverwriteEachOther(t *testing.T) {
 // records bucket goes unanswered: here the bucket's server is gone.
 func TestAStopWithTheRecordsBucketDownEndsWithinItsGrace(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(int, string) (int, http.Header) { return http.StatusServiceUnavailable, nil })
+	// The engine answers once every read is in the replica's buffer: the
+	// breaker then parks them all (opened earlier, it stops pulling with
+	// the rest still at the server).
+	delivered := make(chan struct{})
+	e := newEnv(t, func(int, string) (int, http.Header) {
+		<-delivered
+		return http.StatusServiceUnavailable, nil
+	})
+	release := sync.OnceFunc(func() { close(delivered) })
+	t.Cleanup(release) // before the engine's own cleanup: no call waits
 	rs := natstest.Run(t)
 	_, rjs := natstest.Connect(t, rs, nats.ReconnectWait(time.Hour))
 	kv, err := rjs.CreateKeyValue(t.Context(), e.topo.RecordsConfig())
@@ -215,10 +225,20 @@ func TestAStopWithTheRecordsBucketDownEndsWithinItsGrace(t *testing.T) {
 		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
 	}
 	stop := e.start(o)
-	// Two reads wait for the breaker, the rest are parked.
 	require.Eventually(t, func() bool {
-		return testutil.ToFloat64(counterGauge(t, e, "meter_consumer_retry_held")) == reads-2
-	}, 10*time.Second, time.Millisecond)
+		info, err := e.cons.Info(t.Context())
+		return err == nil && info.NumAckPending == reads
+	}, 10*time.Second, time.Millisecond, "every read delivered")
+	release()
+	// Two reads wait for the breaker, the rest are parked.
+	var held float64
+	if !assert.Eventually(t, func() bool {
+		held = testutil.ToFloat64(counterGauge(t, e, "meter_consumer_retry_held"))
+		return held == reads-2
+	}, 10*time.Second, time.Millisecond) {
+		t.Fatalf("held %v, calls %d, open %v, logs:\n%s", held, e.re.Stats().Calls,
+			testutil.ToFloat64(counter(t, e, "meter_consumer_breaker_transitions_total", "to", "open")), e.logs.String())
+	}
 	rs.Shutdown()
 	rs.WaitForShutdown()
 
