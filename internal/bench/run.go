@@ -29,22 +29,25 @@ type Report struct {
 	Outage      *Outage      `json:"outage,omitempty"`
 	Partial     *Partial     `json:"partial,omitempty"`
 	Audit       *Audit       `json:"audit,omitempty"`
+	Process     *Process     `json:"process,omitempty"`
 }
 
 // RunConfig is the part of Config a report records.
 type RunConfig struct {
-	Scenarios  []string      `json:"scenarios"`
-	N          int           `json:"n"`
-	Pulls      []int         `json:"pulls"`
-	StormN     int           `json:"storm_n"`
-	SteadyFor  time.Duration `json:"steady_for_ns"`
-	MemoryN    int           `json:"memory_n"`
-	CapacityN  int           `json:"capacity_n"`
-	Replicas   []int         `json:"replicas"`
-	PartialN   int           `json:"partial_n"`
-	PartialFor time.Duration `json:"partial_deadline_ns"`
-	Seed       uint64        `json:"seed"`
-	AuditN     int           `json:"audit_n"`
+	Scenarios     []string      `json:"scenarios"`
+	N             int           `json:"n"`
+	Pulls         []int         `json:"pulls"`
+	StormN        int           `json:"storm_n"`
+	SteadyFor     time.Duration `json:"steady_for_ns"`
+	MemoryN       int           `json:"memory_n"`
+	CapacityN     int           `json:"capacity_n"`
+	Replicas      []int         `json:"replicas"`
+	PartialN      int           `json:"partial_n"`
+	PartialFor    time.Duration `json:"partial_deadline_ns"`
+	Seed          uint64        `json:"seed"`
+	AuditN        int           `json:"audit_n"`
+	ProcessN      int           `json:"process_n"`
+	ProcessRounds int           `json:"process_rounds"`
 }
 
 // steadyRateCap bounds the steady scenario's publish rate.
@@ -59,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
 		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, MemoryN: cfg.MemoryN,
 		CapacityN: cfg.CapacityN, Replicas: cfg.Replicas, PartialN: cfg.PartialN, PartialFor: cfg.PartialFor, Seed: cfg.Seed,
-		AuditN: cfg.AuditN,
+		AuditN: cfg.AuditN, ProcessN: cfg.ProcessN, ProcessRounds: cfg.ProcessRounds,
 	}}
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
@@ -92,6 +95,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioPartial, func() (err error) { rep.Partial, err = runPartial(ctx, e, cfg); return err }},
 		{ScenarioOutage, func() (err error) { rep.Outage, err = runOutage(ctx, e, cfg); return err }},
 		{ScenarioAudit, func() (err error) { rep.Audit, err = runAudit(ctx, e, cfg); return err }},
+		{ScenarioProcess, func() (err error) { rep.Process, err = runProcess(ctx, cfg); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.Runs(s.name) {
