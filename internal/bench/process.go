@@ -83,10 +83,13 @@ type ProcessRun struct {
 	HWM         int64         `json:"vm_hwm_bytes"`
 	// ServerCPUMicros and ServerSyscalls are the nats-server process's over
 	// the same window.
-	ServerCPUMicros float64  `json:"server_cpu_us_per_read"`
-	ServerSyscalls  float64  `json:"server_syscalls_per_read"`
-	Engine          KeyTally `json:"engine"`
-	Exit            string   `json:"exit"` // after SIGTERM
+	ServerCPUMicros float64 `json:"server_cpu_us_per_read"`
+	ServerSyscalls  float64 `json:"server_syscalls_per_read"`
+	// BenchCPUMicros is the bench process's over the same window: the
+	// engine, and the polling of the durable.
+	BenchCPUMicros float64  `json:"bench_cpu_us_per_read"`
+	Engine         KeyTally `json:"engine"`
+	Exit           string   `json:"exit"` // after SIGTERM
 }
 
 func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {

@@ -24,10 +24,10 @@ type processPass struct {
 
 // window is what a pass reads at either end of its window.
 type window struct {
-	at        time.Time
-	floor     uint64
-	proc, srv procSample
-	mem       memCounters // the product's, from /metrics
+	at               time.Time
+	floor            uint64
+	proc, srv, bench procSample
+	mem              memCounters // the product's, from /metrics
 }
 
 // run publishes cfg.ProcessN reads on fresh streams, starts the bare
@@ -83,6 +83,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	if begin.srv, err = sampleProc(p.srv.pid()); err != nil {
 		return r, err
 	}
+	if begin.bench, err = sampleProc(os.Getpid()); err != nil {
+		return r, err
+	}
 	begin.at = time.Now()
 	if err := cmd.Start(); err != nil {
 		return r, fmt.Errorf("start %s: %w", cmd.Path, err)
@@ -103,6 +106,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 			return err
 		}
 		if w.srv, err = sampleProc(p.srv.pid()); err != nil {
+			return err
+		}
+		if w.bench, err = sampleProc(os.Getpid()); err != nil {
 			return err
 		}
 		if product {
@@ -152,6 +158,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	r.Syscalls = float64(end.proc.syscalls-first.proc.syscalls) / reads
 	r.ServerCPUMicros = float64((end.srv.cpu - first.srv.cpu).Microseconds()) / reads
 	r.ServerSyscalls = float64(end.srv.syscalls-first.srv.syscalls) / reads
+	r.BenchCPUMicros = float64((end.bench.cpu - first.bench.cpu).Microseconds()) / reads
 	if product {
 		r.Mallocs = (end.mem.mallocs - first.mem.mallocs) / reads
 		r.GCPer1000 = 1000 * (end.mem.gcs - first.mem.gcs) / reads

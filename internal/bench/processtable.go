@@ -32,6 +32,10 @@ func (p *Process) rows() []Row {
 		{"read+write syscalls/read (/proc/<pid>/io syscr+syscw; diagnostic)", "%.2f", func(r ProcessRun) float64 { return r.Syscalls }},
 		{"nats-server CPU/read in the same window", "%.2f µs", func(r ProcessRun) float64 { return r.ServerCPUMicros }},
 		{"nats-server read+write syscalls/read in the same window", "%.2f", func(r ProcessRun) float64 { return r.ServerSyscalls }},
+		{"the bench's CPU/read (the engine, the polling) in the same window", "%.2f µs", func(r ProcessRun) float64 { return r.BenchCPUMicros }},
+		{"CPU/read of the three processes (consumer, nats-server, bench)", "%.2f µs", func(r ProcessRun) float64 {
+			return r.CPUMicros + r.ServerCPUMicros + r.BenchCPUMicros
+		}},
 	} {
 		mb, mo := spanOf(figures(b, f.of)).Median, spanOf(figures(o, f.of)).Median
 		r := ""

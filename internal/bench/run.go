@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -53,7 +54,8 @@ type RunConfig struct {
 // steadyRateCap bounds the steady scenario's publish rate.
 const steadyRateCap = 5000
 
-// Run starts an in-process server and runs the scenarios cfg selects, in
+// Run starts an in-process server (unless the process scenario, which runs
+// its own, is the only one) and runs the scenarios cfg selects, in
 // order, stopping at the first error.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
@@ -67,17 +69,21 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
 	}
-	var srv *Server
-	labelled(ctx, sideServer, func(context.Context) { srv, err = StartServer() })
-	if err != nil {
-		return nil, err
+	// The process scenario runs its own nats-server process: alone, it
+	// needs no in-process server idling beside its engine.
+	var e *env
+	if slices.ContainsFunc(rep.Config.Scenarios, func(s string) bool { return s != ScenarioProcess }) {
+		var srv *Server
+		labelled(ctx, sideServer, func(context.Context) { srv, err = StartServer() })
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, srv.Close()) }()
+		if e, err = newEnv(srv.URL()); err != nil {
+			return nil, err
+		}
+		defer e.close()
 	}
-	defer func() { err = errors.Join(err, srv.Close()) }()
-	e, err := newEnv(srv.URL())
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
 
 	steps := []struct {
 		name string
