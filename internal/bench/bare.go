@@ -19,12 +19,13 @@ import (
 )
 
 // BareStats is the line the bare consumer prints on stdout once it has
-// acked its n reads: its runtime.MemStats counters from its first ack to its
+// acked its n reads: its runtime.MemStats counters (Mallocs, TotalAlloc, NumGC) from its first ack to its
 // nth (Window), and from its start.
 type BareStats struct {
 	Acked        int64  `json:"acked"`
 	Window       int64  `json:"window_acks"` // acks after the first: the reads the deltas are over
 	Mallocs      uint64 `json:"mallocs"`
+	Bytes        uint64 `json:"alloc_bytes"` // TotalAlloc
 	NumGC        uint32 `json:"num_gc"`
 	TotalMallocs uint64 `json:"total_mallocs"`
 	TotalNumGC   uint32 `json:"total_num_gc"`
@@ -111,7 +112,7 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("bare-consumer: stopped after %d of %d acks", acked.Load(), *n)
 	}
 	ferr := nc.Flush() // the acks reach the server
-	st := BareStats{Acked: acked.Load(), Window: *n - 1, Mallocs: last.Mallocs - first.Mallocs, NumGC: last.NumGC - first.NumGC,
+	st := BareStats{Acked: acked.Load(), Window: *n - 1, Mallocs: last.Mallocs - first.Mallocs, Bytes: last.TotalAlloc - first.TotalAlloc, NumGC: last.NumGC - first.NumGC,
 		TotalMallocs: last.Mallocs - start.Mallocs, TotalNumGC: last.NumGC - start.NumGC}
 	if err := json.NewEncoder(stdout).Encode(st); err != nil {
 		return errors.Join(ferr, fmt.Errorf("bare-consumer: %w", err))

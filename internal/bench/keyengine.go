@@ -89,10 +89,11 @@ func (c *keyCounts) tally() KeyTally {
 }
 
 // memCounters are a Go process's allocations and GC cycles so far.
-type memCounters struct{ mallocs, gcs float64 }
+type memCounters struct{ mallocs, bytes, gcs float64 }
 
-// scrapeMemCounters reads go_memstats_mallocs_total and
-// go_gc_duration_seconds_count from the product's /metrics at addr.
+// scrapeMemCounters reads go_memstats_mallocs_total,
+// go_memstats_alloc_bytes_total and go_gc_duration_seconds_count from the
+// product's /metrics at addr.
 func scrapeMemCounters(ctx context.Context, addr string) (memCounters, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -119,6 +120,8 @@ func scrapeMemCounters(ctx context.Context, addr string) (memCounters, error) {
 			continue
 		case name == "go_memstats_mallocs_total":
 			to = &m.mallocs
+		case name == "go_memstats_alloc_bytes_total":
+			to = &m.bytes
 		case name == "go_gc_duration_seconds_count":
 			to = &m.gcs
 		default:
@@ -129,8 +132,8 @@ func scrapeMemCounters(ctx context.Context, addr string) (memCounters, error) {
 		}
 		found++
 	}
-	if found != 2 {
-		return memCounters{}, fmt.Errorf("metrics at %s: go_memstats_mallocs_total or go_gc_duration_seconds_count missing", addr)
+	if found != 3 {
+		return memCounters{}, fmt.Errorf("metrics at %s: go_memstats_mallocs_total, go_memstats_alloc_bytes_total or go_gc_duration_seconds_count missing", addr)
 	}
 	return m, nil
 }

@@ -79,6 +79,7 @@ type ProcessRun struct {
 	CPUMicros   float64       `json:"cpu_us_per_read"`            // utime + stime, /proc/<pid>/stat
 	Syscalls    float64       `json:"syscalls_per_read"`          // syscr + syscw, /proc/<pid>/io
 	Mallocs     float64       `json:"mallocs_per_read"`
+	AllocBytes  float64       `json:"alloc_bytes_per_read"`
 	GCPer1000   float64       `json:"gc_cycles_per_1000_reads"`
 	HWM         int64         `json:"vm_hwm_bytes"`
 	// ServerCPUMicros and ServerSyscalls are the nats-server process's over

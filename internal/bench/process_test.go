@@ -41,6 +41,7 @@ func TestProcessScenario(t *testing.T) {
 		for _, r := range runs {
 			assert.Positive(t, r.ReadsPerSec)
 			assert.Positive(t, r.Mallocs, "allocations counted")
+			assert.Positive(t, r.AllocBytes)
 			assert.Positive(t, r.Syscalls, "syscalls counted")
 			assert.Positive(t, r.HWM)
 			assert.Equal(t, bench.KeyTally{Calls: 500}, r.Engine, "every read posted once, with its key")

@@ -161,6 +161,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	r.BenchCPUMicros = float64((end.bench.cpu - first.bench.cpu).Microseconds()) / reads
 	if product {
 		r.Mallocs = (end.mem.mallocs - first.mem.mallocs) / reads
+		r.AllocBytes = (end.mem.bytes - first.mem.bytes) / reads
 		r.GCPer1000 = 1000 * (end.mem.gcs - first.mem.gcs) / reads
 	}
 	if _, r.HWM, err = procStatus(cmd.Process.Pid); err != nil {
@@ -189,6 +190,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		}
 		if st.Window > 0 {
 			r.Mallocs = float64(st.Mallocs) / float64(st.Window)
+			r.AllocBytes = float64(st.Bytes) / float64(st.Window)
 			r.GCPer1000 = 1000 * float64(st.NumGC) / float64(st.Window)
 		}
 	}

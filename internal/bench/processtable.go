@@ -28,6 +28,7 @@ func (p *Process) rows() []Row {
 	}{
 		{"process CPU/read (utime+stime, /proc/<pid>/stat)", "%.2f µs", func(r ProcessRun) float64 { return r.CPUMicros }},
 		{"allocations/read (bare: MemStats.Mallocs; ours: go_memstats_mallocs_total)", "%.1f", func(r ProcessRun) float64 { return r.Mallocs }},
+		{"bytes allocated/read (bare: MemStats.TotalAlloc; ours: go_memstats_alloc_bytes_total)", "%.0f B", func(r ProcessRun) float64 { return r.AllocBytes }},
 		{"GC cycles per 1000 reads (bare: MemStats.NumGC; ours: go_gc_duration_seconds_count)", "%.2f", func(r ProcessRun) float64 { return r.GCPer1000 }},
 		{"read+write syscalls/read (/proc/<pid>/io syscr+syscw; diagnostic)", "%.2f", func(r ProcessRun) float64 { return r.Syscalls }},
 		{"nats-server CPU/read in the same window", "%.2f µs", func(r ProcessRun) float64 { return r.ServerCPUMicros }},
