@@ -39,17 +39,31 @@ const intro = `usage: consumer-bench [flags]
 
 Starts an in-process NATS server and measures the consumer against bare
 baselines run in the same process, and the fleet against rate engines with
-a capacity, reporting ratios (see docs/PERFORMANCE.md).
+a capacity, reporting ratios (see docs/PERFORMANCE.md). The process scenario
+runs the consumer binary and a bare consumer (this binary) as processes of
+their own against a nats-server process instead.
 
 Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "consumer-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "process-n", "process-rounds",
+	"consumer-binary", "nats-server-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
+
+// bareMode is the hidden first argument that runs the process scenario's
+// bare consumer (bench.BareConsumer) instead of the bench.
+const bareMode = "bare-consumer"
 
 // run parses the flags, runs the bench and prints its report; it returns
 // the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == bareMode {
+		if err := bench.BareConsumer(ctx, args[1:], stdout); err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
 	def := bench.Defaults()
 	fs := flag.NewFlagSet("consumer-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -62,7 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
 		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
 		auditN     = fs.Int("audit-n", def.AuditN, "reads the consumer binary audits in the audit scenario")
-		binary     = fs.String("consumer-binary", "", "the consumer binary the memory and audit scenarios run (default: go build ./cmd/consumer into a temporary directory)")
+		processN   = fs.Int("process-n", def.ProcessN, "backlog each process of the process scenario drains")
+		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer, then the product, each round")
+		binary     = fs.String("consumer-binary", "", "the consumer binary the memory, audit and process scenarios run (default: go build ./cmd/consumer into a temporary directory)")
+		natsServer = fs.String("nats-server-binary", "", "the nats-server the process scenario runs (default: go build github.com/nats-io/nats-server/v2 into a temporary directory)")
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
 		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (goroutines labelled side=...)")
@@ -110,6 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if given["audit-n"] {
 		cfg.AuditN = *auditN
 	}
+	if given["process-n"] {
+		cfg.ProcessN = *processN
+	}
+	if given["process-rounds"] {
+		cfg.ProcessRounds = *rounds
+	}
 	if *scenario != "all" {
 		cfg.Scenarios = strings.Split(*scenario, ",")
 	}
@@ -135,17 +158,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Progress = stderr // a smoke run (CI) prints only the table, or an error
 	}
 
-	if cfg.Runs(bench.ScenarioMemory) || cfg.Runs(bench.ScenarioAudit) {
+	var tmp string
+	tempDir := func() (string, error) {
+		if tmp != "" {
+			return tmp, nil
+		}
+		var err error
+		tmp, err = os.MkdirTemp("", "consumer-bench-bin-*")
+		return tmp, err
+	}
+	defer func() {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	if cfg.Runs(bench.ScenarioMemory) || cfg.Runs(bench.ScenarioAudit) || cfg.Runs(bench.ScenarioProcess) {
 		cfg.Binary = *binary
 		if cfg.Binary == "" {
-			dir, err := os.MkdirTemp("", "consumer-bench-bin-*")
+			dir, err := tempDir()
 			if err != nil {
 				fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
 				return exitFailure
 			}
-			defer os.RemoveAll(dir)
 			if cfg.Binary, err = bench.BuildConsumer(ctx, dir); err != nil {
-				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the memory and audit scenarios (or give --consumer-binary): %v\n", err)
+				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the memory, audit and process scenarios (or give --consumer-binary): %v\n", err)
+				return exitFailure
+			}
+		}
+	}
+	if cfg.Runs(bench.ScenarioProcess) {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: the bare consumer is this binary: %v\n", err)
+			return exitFailure
+		}
+		cfg.Bare = []string{self, bareMode}
+		cfg.NATSServer = *natsServer
+		if cfg.NATSServer == "" {
+			dir, err := tempDir()
+			if err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+				return exitFailure
+			}
+			if cfg.NATSServer, err = bench.BuildNATSServer(ctx, dir); err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: the nats-server of the process scenario (or give --nats-server-binary): %v\n", err)
 				return exitFailure
 			}
 		}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +36,30 @@ var consumerBinary = sync.OnceValues(func() (string, error) {
 	return bench.BuildConsumer(context.Background(), dir)
 })
 
+// natsServerBinary builds nats-server once, for the process scenario.
+var natsServerBinary = sync.OnceValues(func() (string, error) {
+	if _, err := consumerBinary(); err != nil { // makes binDir
+		return "", err
+	}
+	return bench.BuildNATSServer(context.Background(), binDir)
+})
+
+// bareEnv makes the test binary the process scenario's bare consumer: with
+// it set, TestMain runs bench.BareConsumer on the arguments instead of the
+// tests.
+const bareEnv = "BENCH_TEST_BARE_CONSUMER=1"
+
 func TestMain(m *testing.M) {
+	if slices.Contains(os.Environ(), bareEnv) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := bench.BareConsumer(ctx, os.Args[1:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
@@ -61,8 +86,9 @@ func TestRunSmoke(t *testing.T) {
 	bin, err := consumerBinary()
 	require.NoError(t, err)
 	cfg.Binary = bin
-	// TestAuditScenario runs the audit with its own sizes.
-	cfg.Scenarios = slices.DeleteFunc(bench.Scenarios(), func(s string) bool { return s == bench.ScenarioAudit })
+	// TestAuditScenario and TestProcessScenario run theirs with their own
+	// sizes.
+	cfg.Scenarios = slices.DeleteFunc(bench.Scenarios(), func(s string) bool { return s == bench.ScenarioAudit || s == bench.ScenarioProcess })
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -117,17 +116,13 @@ func childMemory(ctx context.Context, e *env, cfg Config) (ChildMemory, error) {
 // working directory is in) into dir as the Dockerfile does (static,
 // trimmed), and returns its path: the memory scenario's child.
 func BuildConsumer(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	mod, err := moduleDir(ctx)
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the meter-consumer module: run from its checkout")
+		return "", err
 	}
 	bin := filepath.Join(dir, "consumer")
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/consumer")
-	cmd.Dir = filepath.Dir(mod)
+	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/consumer: %w\n%s", err, out)

@@ -36,12 +36,15 @@ const (
 	// ScenarioOutage: fleets draining a backlog from an engine down for a
 	// while, then back.
 	ScenarioOutage = "outage"
+	// ScenarioProcess: the product binary against a bare consumer, each a
+	// process of its own, on one nats-server process.
+	ScenarioProcess = "process"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
 	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioOutage, ScenarioAudit}
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioOutage, ScenarioAudit, ScenarioProcess}
 }
 
 // Config says what to run and how big.
@@ -97,10 +100,25 @@ type Config struct {
 	// AuditN is the reads the audit scenario audits.
 	AuditN int
 
-	// Binary is the consumer binary the memory and audit scenarios run as a child
-	// ("" skips the child); BinaryEnv is added to its environment.
+	// ProcessN is the backlog each process of the process scenario drains;
+	// ProcessRounds how many times the bare consumer and the product each
+	// drain it, alternately.
+	ProcessN      int
+	ProcessRounds int
+
+	// Binary is the consumer binary the memory, audit and process
+	// scenarios run as a child ("" skips the child); BinaryEnv is added to
+	// its environment.
 	Binary    string
 	BinaryEnv []string
+	// NATSServer is the nats-server binary the process scenario runs (""
+	// skips it): BuildNATSServer builds one.
+	NATSServer string
+	// Bare is the command that runs the bare consumer (BareConsumer), its
+	// flags following: consumer-bench's is itself and "bare-consumer" (""
+	// skips the process scenario); BareEnv is added to its environment.
+	Bare    []string
+	BareEnv []string
 
 	// Progress gets one line per step; nil discards them.
 	Progress io.Writer
@@ -111,22 +129,24 @@ type Config struct {
 // The partial scenario uses the production retry policy.
 func Defaults() Config {
 	return Config{
-		N:            200_000,
-		Pulls:        []int{32, 64, 128, 256},
-		StormN:       10_000,
-		SteadyFor:    10 * time.Second,
-		MemoryN:      1_000_000,
-		CapacityN:    20_000,
-		Replicas:     []int{1, 4, 16},
-		FleetSlack:   30 * time.Second,
-		CycleWindow:  5 * time.Second,
-		PartialN:     10_000,
-		PartialFor:   30 * time.Second,
-		PartialRetry: config.Default().Retry.Policy(),
-		OutageN:      2_000,
-		OutageFor:    10 * time.Second,
-		AuditN:       1_000_000,
-		Seed:         20261130,
+		N:             200_000,
+		Pulls:         []int{32, 64, 128, 256},
+		StormN:        10_000,
+		SteadyFor:     10 * time.Second,
+		MemoryN:       1_000_000,
+		CapacityN:     20_000,
+		Replicas:      []int{1, 4, 16},
+		FleetSlack:    30 * time.Second,
+		CycleWindow:   5 * time.Second,
+		PartialN:      10_000,
+		PartialFor:    30 * time.Second,
+		PartialRetry:  config.Default().Retry.Policy(),
+		OutageN:       2_000,
+		OutageFor:     10 * time.Second,
+		AuditN:        1_000_000,
+		ProcessN:      50_000,
+		ProcessRounds: 3,
+		Seed:          20261130,
 	}
 }
 
@@ -136,22 +156,24 @@ func Defaults() Config {
 // reads exhaust in well under a second.
 func Smoke() Config {
 	return Config{
-		N:            2_000,
-		Pulls:        []int{32, 64, 128, 256},
-		StormN:       500,
-		SteadyFor:    2 * time.Second,
-		MemoryN:      20_000,
-		CapacityN:    400,
-		Replicas:     []int{1, 4},
-		FleetSlack:   5 * time.Second,
-		CycleWindow:  time.Second,
-		PartialN:     200,
-		PartialFor:   2 * time.Second,
-		PartialRetry: smokeRetry(),
-		OutageN:      200,
-		OutageFor:    2 * time.Second,
-		AuditN:       5_000,
-		Seed:         20261130,
+		N:             2_000,
+		Pulls:         []int{32, 64, 128, 256},
+		StormN:        500,
+		SteadyFor:     2 * time.Second,
+		MemoryN:       20_000,
+		CapacityN:     400,
+		Replicas:      []int{1, 4},
+		FleetSlack:    5 * time.Second,
+		CycleWindow:   time.Second,
+		PartialN:      200,
+		PartialFor:    2 * time.Second,
+		PartialRetry:  smokeRetry(),
+		OutageN:       200,
+		OutageFor:     2 * time.Second,
+		AuditN:        5_000,
+		ProcessN:      300,
+		ProcessRounds: 2,
+		Seed:          20261130,
 	}
 }
 
@@ -191,6 +213,9 @@ func (c Config) Validate() error {
 	}
 	if c.Runs(ScenarioOutage) && (c.OutageN < 1 || c.OutageFor <= 0) {
 		return fmt.Errorf("bench: outage n (%d) must be >= 1 and its outage (%s) > 0", c.OutageN, c.OutageFor)
+	}
+	if c.Runs(ScenarioProcess) && (c.ProcessN < 1 || c.ProcessRounds < 1) {
+		return fmt.Errorf("bench: process n (%d) and rounds (%d) must be >= 1", c.ProcessN, c.ProcessRounds)
 	}
 	if c.Runs(ScenarioAudit) && c.AuditN < 2 {
 		return fmt.Errorf("bench: audit n (%d) must be >= 2", c.AuditN)

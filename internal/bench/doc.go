@@ -3,8 +3,9 @@
 // small, shared and noisy, so an absolute figure says little and a ratio to
 // a baseline measured a moment before says much more.
 //
-// Every scenario starts from an in-process NATS server with JetStream
-// (storing in a temporary directory) and meter reads published to it:
+// Every scenario but process starts from an in-process NATS server with
+// JetStream (storing in a temporary directory) and meter reads published to
+// it:
 //
 //   - overhead: the full pipeline (stream.New + Run, a no-op sink, real
 //     metrics and a JSON logger) against a bare jetstream Consume loop that
@@ -38,7 +39,13 @@
 //     tailed), with healthy reads only and with reads that fail once (503,
 //     or 429 with Retry-After), or always: the healthy reads' goodput, the
 //     retries' lateness, the attempts of the always-failing reads and the
-//     adaptive limit.
+//     adaptive limit;
+//   - process: the consumer binary and a bare consumer (Consume with a pull
+//     of 500, 32 workers POSTing each body with its key, Ack), each run as
+//     a process of its own, alternately, against a nats-server process (not
+//     the in-process one) and one loopback engine: reads/s, and per read the
+//     process CPU, allocations, GC cycles and read/write syscalls from
+//     /proc and the runtime's counters.
 //
 // Run returns a Report; WriteTable prints it; cmd/consumer-bench is the
 // command. Every random source that can be is seeded from Config.Seed. The

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // procStatus reads VmRSS and VmHWM of pid from /proc/<pid>/status, in bytes.
@@ -64,4 +66,54 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
+// every Linux architecture the bench runs on (getconf CLK_TCK).
+const clockTicks = 100
+
+// procSample is what /proc says of a process at one moment.
+type procSample struct {
+	cpu      time.Duration // utime + stime, every thread's
+	syscalls int64         // read- and write-type system calls (syscr + syscw)
+}
+
+// sampleProc reads pid's CPU time from /proc/<pid>/stat and its read and
+// write system calls from /proc/<pid>/io.
+func sampleProc(pid int) (procSample, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procSample{}, fmt.Errorf("proc stat: %w", err)
+	}
+	// The command name, field 2, is in parentheses and may hold anything:
+	// the fields after its last ")" start at field 3 (state).
+	i := bytes.LastIndexByte(b, ')')
+	fields := bytes.Fields(b[i+1:])
+	if i < 0 || len(fields) < 13 {
+		return procSample{}, fmt.Errorf("proc stat: unexpected %q", b)
+	}
+	var s procSample
+	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15
+		t, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil {
+			return procSample{}, fmt.Errorf("proc stat: %w", err)
+		}
+		s.cpu += time.Duration(t) * time.Second / clockTicks
+	}
+	if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err != nil {
+		return procSample{}, fmt.Errorf("proc io: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), ": ")
+		if !ok || (name != "syscr" && name != "syscw") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return procSample{}, fmt.Errorf("proc io: %s: %w", name, err)
+		}
+		s.syscalls += n
+	}
+	return s, nil
 }

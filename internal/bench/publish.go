@@ -14,6 +14,11 @@ const publishWindow = 4096
 // publishBacklog publishes reads [from, from+n) asynchronously, at most
 // publishWindow in flight, and returns the stream sequence of the last one.
 func publishBacklog(ctx context.Context, js jetstream.JetStream, from, n int) (uint64, error) {
+	return publishBodies(ctx, js, from, n, Body)
+}
+
+// publishBodies is publishBacklog with body(i) as read i.
+func publishBodies(ctx context.Context, js jetstream.JetStream, from, n int, body func(int) []byte) (uint64, error) {
 	var last uint64
 	futs := make([]jetstream.PubAckFuture, 0, publishWindow)
 	settle := func() error {
@@ -28,7 +33,7 @@ func publishBacklog(ctx context.Context, js jetstream.JetStream, from, n int) (u
 		return nil
 	}
 	for i := from; i < from+n; i++ {
-		f, err := js.PublishAsync(subject, Body(i))
+		f, err := js.PublishAsync(subject, body(i))
 		if err != nil {
 			return 0, fmt.Errorf("publish read %d: %w", i, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -29,28 +30,32 @@ type Report struct {
 	Outage      *Outage      `json:"outage,omitempty"`
 	Partial     *Partial     `json:"partial,omitempty"`
 	Audit       *Audit       `json:"audit,omitempty"`
+	Process     *Process     `json:"process,omitempty"`
 }
 
 // RunConfig is the part of Config a report records.
 type RunConfig struct {
-	Scenarios  []string      `json:"scenarios"`
-	N          int           `json:"n"`
-	Pulls      []int         `json:"pulls"`
-	StormN     int           `json:"storm_n"`
-	SteadyFor  time.Duration `json:"steady_for_ns"`
-	MemoryN    int           `json:"memory_n"`
-	CapacityN  int           `json:"capacity_n"`
-	Replicas   []int         `json:"replicas"`
-	PartialN   int           `json:"partial_n"`
-	PartialFor time.Duration `json:"partial_deadline_ns"`
-	Seed       uint64        `json:"seed"`
-	AuditN     int           `json:"audit_n"`
+	Scenarios     []string      `json:"scenarios"`
+	N             int           `json:"n"`
+	Pulls         []int         `json:"pulls"`
+	StormN        int           `json:"storm_n"`
+	SteadyFor     time.Duration `json:"steady_for_ns"`
+	MemoryN       int           `json:"memory_n"`
+	CapacityN     int           `json:"capacity_n"`
+	Replicas      []int         `json:"replicas"`
+	PartialN      int           `json:"partial_n"`
+	PartialFor    time.Duration `json:"partial_deadline_ns"`
+	Seed          uint64        `json:"seed"`
+	AuditN        int           `json:"audit_n"`
+	ProcessN      int           `json:"process_n"`
+	ProcessRounds int           `json:"process_rounds"`
 }
 
 // steadyRateCap bounds the steady scenario's publish rate.
 const steadyRateCap = 5000
 
-// Run starts an in-process server and runs the scenarios cfg selects, in
+// Run starts an in-process server (unless the process scenario, which runs
+// its own, is the only one) and runs the scenarios cfg selects, in
 // order, stopping at the first error.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
@@ -59,22 +64,26 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
 		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, MemoryN: cfg.MemoryN,
 		CapacityN: cfg.CapacityN, Replicas: cfg.Replicas, PartialN: cfg.PartialN, PartialFor: cfg.PartialFor, Seed: cfg.Seed,
-		AuditN: cfg.AuditN,
+		AuditN: cfg.AuditN, ProcessN: cfg.ProcessN, ProcessRounds: cfg.ProcessRounds,
 	}}
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
 	}
-	var srv *Server
-	labelled(ctx, sideServer, func(context.Context) { srv, err = StartServer() })
-	if err != nil {
-		return nil, err
+	// The process scenario runs its own nats-server process: alone, it
+	// needs no in-process server idling beside its engine.
+	var e *env
+	if slices.ContainsFunc(rep.Config.Scenarios, func(s string) bool { return s != ScenarioProcess }) {
+		var srv *Server
+		labelled(ctx, sideServer, func(context.Context) { srv, err = StartServer() })
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, srv.Close()) }()
+		if e, err = newEnv(srv.URL()); err != nil {
+			return nil, err
+		}
+		defer e.close()
 	}
-	defer func() { err = errors.Join(err, srv.Close()) }()
-	e, err := newEnv(srv.URL())
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
 
 	steps := []struct {
 		name string
@@ -92,6 +101,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioPartial, func() (err error) { rep.Partial, err = runPartial(ctx, e, cfg); return err }},
 		{ScenarioOutage, func() (err error) { rep.Outage, err = runOutage(ctx, e, cfg); return err }},
 		{ScenarioAudit, func() (err error) { rep.Audit, err = runAudit(ctx, e, cfg); return err }},
+		{ScenarioProcess, func() (err error) { rep.Process, err = runProcess(ctx, cfg); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.Runs(s.name) {

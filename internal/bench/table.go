@@ -193,6 +193,9 @@ func (r *Report) Rows() []Row {
 	if o := r.Outage; o != nil {
 		rows = append(rows, o.rows()...)
 	}
+	if p := r.Process; p != nil {
+		rows = append(rows, p.rows()...)
+	}
 	return rows
 }
 
@@ -245,7 +248,11 @@ func WriteRows(w io.Writer, r *Report, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
-	_, err := fmt.Fprintf(w, "\n%s, %d CPUs, took %s. CPU figures are process CPU (getrusage), the in-process NATS server included.\n",
-		r.GoVersion, r.CPUs, r.Took.Round(time.Second))
+	note := ""
+	if r.Process != nil && r.Process.Skipped == "" {
+		note = " The process scenario's are each process's own, from /proc, its nats-server a process of its own."
+	}
+	_, err := fmt.Fprintf(w, "\n%s, %d CPUs, took %s. CPU figures are process CPU (getrusage), the in-process NATS server included.%s\n",
+		r.GoVersion, r.CPUs, r.Took.Round(time.Second), note)
 	return err
 }

@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/meter"
+)
+
+// BareStats is the line the bare consumer prints on stdout once it has
+// acked its n reads: its runtime.MemStats counters (Mallocs, TotalAlloc, NumGC) from its first ack to its
+// nth (Window), and from its start.
+type BareStats struct {
+	Acked        int64  `json:"acked"`
+	Window       int64  `json:"window_acks"` // acks after the first: the reads the deltas are over
+	Mallocs      uint64 `json:"mallocs"`
+	Bytes        uint64 `json:"alloc_bytes"` // TotalAlloc
+	NumGC        uint32 `json:"num_gc"`
+	TotalMallocs uint64 `json:"total_mallocs"`
+	TotalNumGC   uint32 `json:"total_num_gc"`
+}
+
+// BareConsumer is the process scenario's bare baseline, run as a process of
+// its own (consumer-bench bare-consumer): the least a consumer can do.
+// It connects, Consumes the durable with a pull of --pull, hands each
+// message to --workers goroutines that POST its body as it is, with the
+// Idempotency-Key the product derives (meter.Decode), and Ack on a 2xx
+// (Nak otherwise). After --n acks it prints BareStats as one JSON line and
+// exits; with --linger it then waits for ctx to end (SIGTERM), so that its
+// /proc figures can be read while it still runs.
+func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bare-consumer", flag.ContinueOnError)
+	var (
+		url     = fs.String("nats-url", "", "NATS server URL")
+		stream  = fs.String("stream", productionTopology().Stream, "stream")
+		durable = fs.String("durable", "", "durable consumer, already created")
+		post    = fs.String("url", "", "URL the bodies are posted to")
+		workers = fs.Int("workers", fanOutWorkers, "goroutines posting")
+		pull    = fs.Int("pull", 500, "PullMaxMessages")
+		n       = fs.Int64("n", 0, "acks before it prints its stats")
+		linger  = fs.Bool("linger", false, "after the n acks, wait for SIGTERM before exiting")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *url == "" || *durable == "" || *post == "" || *n < 1 || *workers < 1 || *pull < 1 {
+		return errors.New("bare-consumer: --nats-url, --durable, --url, --n >= 1, --workers and --pull >= 1 are required")
+	}
+	nc, err := nats.Connect(*url, nats.Name("bench-bare-process"))
+	if err != nil {
+		return fmt.Errorf("bare-consumer: connect: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("bare-consumer: %w", err)
+	}
+	cons, err := js.Consumer(ctx, *stream, *durable)
+	if err != nil {
+		return fmt.Errorf("bare-consumer: durable %s: %w", *durable, err)
+	}
+
+	var start, first, last runtime.MemStats
+	runtime.ReadMemStats(&start)
+	p := newPoster(*post, *workers)
+	defer p.close()
+	var acked atomic.Int64
+	var firstOnce, lastOnce sync.Once
+	done := make(chan struct{})
+	readFirst := func() { runtime.ReadMemStats(&first) }
+	dispatch, stop := workerPool(*workers, func(m jetstream.Msg) {
+		r, err := meter.Decode(m.Data())
+		if err != nil {
+			_ = m.Term()
+			return
+		}
+		if status, err := p.post(ctx, m.Data(), r.IdempotencyKey); err != nil || status < 200 || status > 299 {
+			_ = m.Nak()
+			return
+		}
+		_ = m.Ack()
+		k := acked.Add(1)
+		if k == 1 {
+			firstOnce.Do(readFirst)
+		}
+		if k == *n {
+			firstOnce.Do(readFirst) // waits for the first ack's reading
+			lastOnce.Do(func() { runtime.ReadMemStats(&last); close(done) })
+		}
+	})
+	cc, err := cons.Consume(dispatch, jetstream.PullMaxMessages(*pull))
+	if err != nil {
+		stop()
+		return fmt.Errorf("bare-consumer: consume: %w", err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		cc.Stop()
+		stop()
+		return fmt.Errorf("bare-consumer: stopped after %d of %d acks", acked.Load(), *n)
+	}
+	ferr := nc.Flush() // the acks reach the server
+	st := BareStats{Acked: acked.Load(), Window: *n - 1, Mallocs: last.Mallocs - first.Mallocs, Bytes: last.TotalAlloc - first.TotalAlloc, NumGC: last.NumGC - first.NumGC,
+		TotalMallocs: last.Mallocs - start.Mallocs, TotalNumGC: last.NumGC - start.NumGC}
+	if err := json.NewEncoder(stdout).Encode(st); err != nil {
+		return errors.Join(ferr, fmt.Errorf("bare-consumer: %w", err))
+	}
+	if *linger {
+		<-ctx.Done()
+	}
+	cc.Stop()
+	stop()
+	select {
+	case <-cc.Closed():
+	case <-time.After(10 * time.Second):
+	}
+	return errors.Join(ferr, drainConn(nc, 10*time.Second))
+}

@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsProc is a nats-server run as a child process of the bench, with
+// JetStream storing in a temporary directory: the server of the process
+// scenario, outside the bench's own process as a deployment's is.
+type natsProc struct {
+	cmd     *exec.Cmd
+	dir     string
+	url     string
+	version string
+	stderr  *tail
+	exited  chan error
+}
+
+// BuildNATSServer builds the nats-server of the module's go.mod
+// (github.com/nats-io/nats-server/v2, a dependency, so from the module
+// cache) into dir and returns its path: the process scenario's server.
+func BuildNATSServer(ctx context.Context, dir string) (string, error) {
+	mod, err := moduleDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "nats-server")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/nats-io/nats-server/v2")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build nats-server: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// startNATSProc starts bin with JetStream on a free loopback port and waits
+// until JetStream answers.
+func startNATSProc(ctx context.Context, bin string) (*natsProc, error) {
+	v, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	dir, err := os.MkdirTemp("", "meter-bench-nats-*")
+	if err != nil {
+		return nil, fmt.Errorf("store dir: %w", err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	p := &natsProc{dir: dir, url: "nats://" + addr, version: strings.TrimSpace(string(v)), stderr: &tail{max: 8 << 10}, exited: make(chan error, 1)}
+	p.cmd = exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", dir)
+	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	if err := p.ready(ctx, 10*time.Second); err != nil {
+		return nil, errors.Join(err, p.close())
+	}
+	return p, nil
+}
+
+// ready connects until JetStream answers an account info request.
+func (p *natsProc) ready(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		if nc, err := nats.Connect(p.url, nats.Timeout(time.Second)); err == nil {
+			js, jerr := jetstream.New(nc)
+			if jerr == nil {
+				_, jerr = js.AccountInfo(ctx)
+			}
+			nc.Close()
+			if jerr == nil {
+				return nil
+			}
+		}
+		select {
+		case err := <-p.exited:
+			p.exited <- err
+			return fmt.Errorf("nats-server exited at start (%v): %s", err, p.stderr)
+		case <-ctx.Done():
+			return fmt.Errorf("nats-server not ready in %s: %s", within, p.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (p *natsProc) pid() int { return p.cmd.Process.Pid }
+
+// close stops the server with SIGTERM (killed after 10s) and removes its
+// store.
+func (p *natsProc) close() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-p.exited:
+		p.exited <- err
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		err = fmt.Errorf("nats-server killed after 10s: %w", <-p.exited)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+		err = nil // stopped by the signal it was sent
+	}
+	return errors.Join(err, os.RemoveAll(p.dir))
+}
+
+// freeAddr is a loopback host:port nothing listens on now; another process
+// may take it before it is used.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	return addr, nil
+}
+
+// moduleDir is the directory of the go.mod the working directory is in.
+func moduleDir(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the meter-consumer module: run from its checkout")
+	}
+	return filepath.Dir(mod), nil
+}

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// processWorkers is the calls at once of both processes: the product's
+// --concurrency and the bare consumer's workers.
+const processWorkers = 32
+
+// processBarePull is the bare consumer's PullMaxMessages; the product pulls
+// what its defaults derive.
+const processBarePull = 500
+
+// processTarget is the product's reads/s over the bare process's, median of
+// the rounds, that the scenario asks for.
+const processTarget = 0.85
+
+// processBodySize is the size of the process scenario's reads.
+const processBodySize = 300
+
+// Process compares the product binary with the bare consumer, each run as a
+// process of its own, one after the other, against one nats-server process
+// and one engine in the bench's process, on backlogs of the same size.
+type Process struct {
+	Skipped   string `json:"skipped,omitempty"`
+	N         int    `json:"n"`
+	Rounds    int    `json:"rounds"`
+	BodyBytes int    `json:"body_bytes"`
+	Server    string `json:"nats_server"` // its --version
+	// Bare and Product are every run, round by round; Ratios the
+	// product's reads/s over the bare's of each round.
+	Bare    []ProcessRun `json:"bare"`
+	Product []ProcessRun `json:"product"`
+	Ratios  []float64    `json:"ratios"`
+	Ratio   Span         `json:"ratio"`
+	Met     bool         `json:"met"` // Ratio.Median >= 0.85
+}
+
+// Span is the median, least and greatest of a figure over the rounds.
+type Span struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func spanOf(v []float64) Span {
+	if len(v) == 0 {
+		return Span{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Span{Median: m, Min: s[0], Max: s[len(s)-1]}
+}
+
+// ProcessRun is one process draining one backlog. The window is from the
+// first poll that saw the durable's ack floor move to the poll that saw it
+// at the last read (From says "start" when the first poll already saw the
+// end: then it is from the process's start); every per-read figure is over
+// the reads acked in it, but the bare's allocations and GC cycles, which it
+// counts itself from its first ack to its last.
+type ProcessRun struct {
+	Publish     time.Duration `json:"publish_ns"` // the backlog, before the process starts
+	Startup     time.Duration `json:"startup_ns"` // the process's start to the window's
+	Window      time.Duration `json:"window_ns"`
+	WindowReads int           `json:"window_reads"`
+	From        string        `json:"from"`
+	ReadsPerSec float64       `json:"reads_per_sec"`              // WindowReads / Window
+	StartToEnd  float64       `json:"start_to_end_reads_per_sec"` // n / (the process's start to the last read acked)
+	CPUMicros   float64       `json:"cpu_us_per_read"`            // utime + stime, /proc/<pid>/stat
+	Syscalls    float64       `json:"syscalls_per_read"`          // syscr + syscw, /proc/<pid>/io
+	Mallocs     float64       `json:"mallocs_per_read"`
+	AllocBytes  float64       `json:"alloc_bytes_per_read"`
+	GCPer1000   float64       `json:"gc_cycles_per_1000_reads"`
+	HWM         int64         `json:"vm_hwm_bytes"`
+	// ServerCPUMicros and ServerSyscalls are the nats-server process's over
+	// the same window.
+	ServerCPUMicros float64 `json:"server_cpu_us_per_read"`
+	ServerSyscalls  float64 `json:"server_syscalls_per_read"`
+	// BenchCPUMicros is the bench process's over the same window: the
+	// engine, and the polling of the durable.
+	BenchCPUMicros float64  `json:"bench_cpu_us_per_read"`
+	Engine         KeyTally `json:"engine"`
+	Exit           string   `json:"exit"` // after SIGTERM
+}
+
+func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
+	out = &Process{N: cfg.ProcessN, Rounds: cfg.ProcessRounds, BodyBytes: len(processBody(0))}
+	switch {
+	case cfg.NATSServer == "":
+		out.Skipped = "no nats-server binary"
+	case cfg.Binary == "":
+		out.Skipped = "no consumer binary"
+	case len(cfg.Bare) == 0:
+		out.Skipped = "no bare consumer command"
+	}
+	if _, perr := sampleProc(os.Getpid()); perr != nil && out.Skipped == "" {
+		out.Skipped = "no /proc: " + perr.Error()
+	}
+	if out.Skipped != "" {
+		return out, nil
+	}
+	var srv *natsProc
+	labelled(ctx, sideServer, func(ctx context.Context) { srv, err = startNATSProc(ctx, cfg.NATSServer) })
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, srv.close()) }()
+	out.Server = srv.version
+	e, err := newEnv(srv.url)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	var eng *keyEngine
+	labelled(ctx, sideDownstream, func(context.Context) { eng, err = startKeyEngine() })
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+
+	p := processPass{e: e, srv: srv, eng: eng, cfg: cfg}
+	for round := range cfg.ProcessRounds {
+		b, err := p.run(ctx, false, round)
+		if err != nil {
+			return nil, fmt.Errorf("bare, round %d: %w", round+1, err)
+		}
+		o, err := p.run(ctx, true, round)
+		if err != nil {
+			return nil, fmt.Errorf("product, round %d: %w", round+1, err)
+		}
+		out.Bare, out.Product = append(out.Bare, b), append(out.Product, o)
+		out.Ratios = append(out.Ratios, o.ReadsPerSec/b.ReadsPerSec)
+		cfg.progress("process round %d: bare %.0f/s %.1f µs %.1f allocs/read, product %.0f/s %.1f µs %.1f allocs/read, ratio %.2f",
+			round+1, b.ReadsPerSec, b.CPUMicros, b.Mallocs, o.ReadsPerSec, o.CPUMicros, o.Mallocs, out.Ratios[round])
+	}
+	out.Ratio = spanOf(out.Ratios)
+	out.Met = out.Ratio.Median >= processTarget
+	return out, nil
+}
+
+// processBody is read i padded to processBodySize bytes with a field the
+// contract does not know (and the product ignores).
+func processBody(i int) []byte {
+	b := Body(i)
+	b = append(b[:len(b)-1], `,"note":"`...)
+	for len(b) < processBodySize-2 {
+		b = append(b, 'x')
+	}
+	return append(b, `"}`...)
+}
