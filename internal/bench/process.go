@@ -25,7 +25,8 @@ const processTarget = 0.85
 const processBodySize = 300
 
 // Process compares the product binary with the bare consumer, each run as a
-// process of its own, one after the other, against one nats-server process
+// process of its own, one after the other (bare first in odd rounds, the
+// product first in even ones), against one nats-server process
 // and one engine in the bench's process, on backlogs of the same size.
 type Process struct {
 	Skipped   string `json:"skipped,omitempty"`
@@ -130,13 +131,19 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 
 	p := processPass{e: e, srv: srv, eng: eng, cfg: cfg}
 	for round := range cfg.ProcessRounds {
-		b, err := p.run(ctx, false, round)
-		if err != nil {
-			return nil, fmt.Errorf("bare, round %d: %w", round+1, err)
-		}
-		o, err := p.run(ctx, true, round)
-		if err != nil {
-			return nil, fmt.Errorf("product, round %d: %w", round+1, err)
+		// The order alternates, round by round, so that a drift of the
+		// machine (a store that grows, a neighbour's load) favours neither.
+		var b, o ProcessRun
+		for _, product := range []bool{round%2 == 1, round%2 == 0} {
+			r, err := p.run(ctx, product, round)
+			if err != nil {
+				return nil, fmt.Errorf("%s, round %d: %w", map[bool]string{false: "bare", true: "product"}[product], round+1, err)
+			}
+			if product {
+				o = r
+			} else {
+				b = r
+			}
 		}
 		out.Bare, out.Product = append(out.Bare, b), append(out.Product, o)
 		out.Ratios = append(out.Ratios, o.ReadsPerSec/b.ReadsPerSec)
