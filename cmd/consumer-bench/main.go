@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/bench"
@@ -47,7 +48,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "process-n", "process-rounds",
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "process-n", "process-rounds", "process-profile",
 	"consumer-binary", "nats-server-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
 
 // bareMode is the hidden first argument that runs the process scenario's
@@ -77,7 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
 		auditN     = fs.Int("audit-n", def.AuditN, "reads the consumer binary audits in the audit scenario")
 		processN   = fs.Int("process-n", def.ProcessN, "backlog each process of the process scenario drains")
-		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer, then the product, each round")
+		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer and the product, each round")
+		profile    = fs.String("process-profile", "", "write a CPU profile of the product binary in each round of the process scenario to <prefix>-<round>.pprof (3s from its first ack; --pprof-addr)")
 		binary     = fs.String("consumer-binary", "", "the consumer binary the memory, audit and process scenarios run (default: go build ./cmd/consumer into a temporary directory)")
 		natsServer = fs.String("nats-server-binary", "", "the nats-server the process scenario runs (default: go build github.com/nats-io/nats-server/v2 into a temporary directory)")
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
@@ -129,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if given["process-n"] {
 		cfg.ProcessN = *processN
+	}
+	if *profile != "" {
+		cfg.ProcessProfile, cfg.ProcessProfileFor = *profile, 3*time.Second
 	}
 	if given["process-rounds"] {
 		cfg.ProcessRounds = *rounds

@@ -105,6 +105,12 @@ type Config struct {
 	// drain it, alternately.
 	ProcessN      int
 	ProcessRounds int
+	// ProcessProfile, when set, is a file prefix: the product runs with
+	// --pprof-addr, and a CPU profile of it over each of its windows
+	// (from the first ack, for ProcessProfileFor) is written to
+	// <prefix>-<round>.pprof.
+	ProcessProfile    string
+	ProcessProfileFor time.Duration
 
 	// Binary is the consumer binary the memory, audit and process
 	// scenarios run as a child ("" skips the child); BinaryEnv is added to

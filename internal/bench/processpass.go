@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -58,13 +60,20 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	tally := p.eng.expect(n)
 
 	var cmd *exec.Cmd
-	var metricsAddr string
+	var metricsAddr, pprofAddr string
 	if product {
 		if metricsAddr, err = freeAddr(); err != nil {
 			return r, err
 		}
-		cmd = exec.Command(p.cfg.Binary, "--nats-url", e.url, "--downstream-url", p.eng.URL, "--durable", durable,
-			"--concurrency", strconv.Itoa(processWorkers), "--http-addr", metricsAddr, "--log-format", "json")
+		args := []string{"--nats-url", e.url, "--downstream-url", p.eng.URL, "--durable", durable,
+			"--concurrency", strconv.Itoa(processWorkers), "--http-addr", metricsAddr, "--log-format", "json"}
+		if p.cfg.ProcessProfile != "" {
+			if pprofAddr, err = freeAddr(); err != nil {
+				return r, err
+			}
+			args = append(args, "--pprof-addr", pprofAddr)
+		}
+		cmd = exec.Command(p.cfg.Binary, args...)
 		cmd.Env = append(os.Environ(), p.cfg.BinaryEnv...)
 	} else {
 		args := append(slices.Clone(p.cfg.Bare[1:]), "--nats-url", e.url, "--stream", e.topo.Stream, "--durable", durable,
@@ -117,6 +126,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		return err
 	}
 	var first, end *window
+	none := make(chan error, 1)
+	none <- nil
+	var profiled <-chan error = none
 	ctx, cancel := context.WithTimeout(ctx, drainTimeout(n))
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -135,6 +147,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 					break
 				}
 				first = w
+				if pprofAddr != "" {
+					profiled = p.profile(ctx, pprofAddr, round)
+				}
 			}
 		}
 		select {
@@ -167,6 +182,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	if _, r.HWM, err = procStatus(cmd.Process.Pid); err != nil {
 		return r, err
 	}
+	if err := <-profiled; err != nil {
+		return r, fmt.Errorf("profile: %w", err)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return r, fmt.Errorf("SIGTERM: %w", err)
@@ -195,4 +213,35 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		}
 	}
 	return r, nil
+}
+
+// profile fetches a CPU profile of the product from its pprof server over
+// the next ProcessProfileFor and writes it to <ProcessProfile>-<round>.pprof;
+// the channel gets the outcome.
+func (p processPass) profile(ctx context.Context, addr string, round int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(p.cfg.ProcessProfileFor.Seconds()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("%s: %s", url, resp.Status)
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(fmt.Sprintf("%s-%d.pprof", p.cfg.ProcessProfile, round+1), b, 0o644)
+		}
+		done <- err
+	}()
+	return done
 }
