@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/meterline/meter-consumer/internal/classify"
 	"maps"
 	"time"
 
@@ -169,6 +170,12 @@ type Downstream struct {
 
 // Access returns the token file, TLS files and headers as the HTTP sink
 // takes them: downstream.HTTPOptions{..., Access: cfg.Downstream.Access()}.
+// Classifier is the HTTP classifier of PermanentStatuses, as the sink
+// takes it: downstream.HTTPOptions{..., Classifier: cls}.
+func (d Downstream) Classifier() (*classify.HTTP, error) {
+	return classify.NewHTTP(d.PermanentStatuses, nil)
+}
+
 func (d Downstream) Access() downstream.Access {
 	return downstream.Access{
 		TokenFile:      d.TokenFile,

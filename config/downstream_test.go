@@ -26,7 +26,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/classify"
 	sink "github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 )
@@ -248,7 +247,7 @@ func TestAccessOpensTheRateEngine(t *testing.T) {
 	cfg, err := config.Load([]string{"--config", file, "--downstream-url", srv.URL + "/reads", "--downstream-token-file", f.token},
 		env(map[string]string{"CONSUMER_DOWNSTREAM_CERT": f.cert, "CONSUMER_DOWNSTREAM_KEY": f.key}))
 	require.NoError(t, err)
-	cls, err := classify.NewHTTP(cfg.Downstream.PermanentStatuses, nil)
+	cls, err := cfg.Downstream.Classifier()
 	require.NoError(t, err)
 	h, err := sink.NewHTTP(sink.HTTPOptions{URL: cfg.Downstream.URL, Timeout: cfg.Downstream.Timeout, Classifier: cls, Access: cfg.Downstream.Access()})
 	require.NoError(t, err)

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
@@ -88,7 +87,7 @@ func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink bounde
 // httpSink is the binary's HTTP sink posting to url with the binary's
 // downstream.timeout and consumer.concurrency.
 func httpSink(url string) (*downstream.HTTP, error) {
-	cls, err := classify.NewHTTP(config.Default().Downstream.PermanentStatuses, nil)
+	cls, err := config.Default().Downstream.Classifier()
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
-	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/lag"
@@ -388,7 +387,7 @@ func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg
 			url = demoURL
 		}
 	}
-	cls, err := classify.NewHTTP(cfg.Downstream.PermanentStatuses, nil)
+	cls, err := cfg.Downstream.Classifier()
 	if err == nil {
 		var h *downstream.HTTP
 		h, err = downstream.NewHTTP(downstream.HTTPOptions{

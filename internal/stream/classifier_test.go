@@ -1,15 +1,6 @@
 package stream
 
-import (
-	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/classify"
-)
+import "github.com/meterline/meter-consumer/config"
 
 // binaryClassifier classifies statuses as the binary does by default.
-var binaryClassifier = func() *classify.HTTP {
-	h, err := classify.NewHTTP(config.Default().Downstream.PermanentStatuses, nil)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}()
+var binaryClassifier, _ = config.Default().Downstream.Classifier()

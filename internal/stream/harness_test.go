@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/natstest"
@@ -274,15 +273,6 @@ func (l *logRecorder) byMessage(msg string) []logged {
 	return out
 }
 
-// binaryClassifier classifies statuses as the binary does by default.
-var binaryClassifier = func() *classify.HTTP {
-	h, err := classify.NewHTTP(config.Default().Downstream.PermanentStatuses, nil)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}()
-
 // String is every record, one a line, for a failing test's message.
 func (l *logRecorder) String() string {
 	l.mu.Lock()
@@ -295,3 +285,6 @@ func (l *logRecorder) String() string {
 	}
 	return b.String()
 }
+
+// binaryClassifier classifies statuses as the binary does by default.
+var binaryClassifier, _ = config.Default().Downstream.Classifier()
