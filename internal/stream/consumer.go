@@ -249,6 +249,19 @@ func AutoPullBatch(concurrency int, handlerTimeout, ackWait time.Duration) int {
 	return max(rounds, 1) * max(concurrency, 1)
 }
 
+// RefillAt is how few reads may be left in the client buffer (delivered
+// or still owed by the server) before the next pull request asks for the
+// rest of the batch: one read per worker, never more than half the batch
+// (nats.go's own default). Each worker then still has a read in hand while
+// the request is on its way, which takes less than the HTTP call every
+// read costs; and a refill asks for batch-concurrency reads instead of half
+// the batch, so there are fewer pull requests per read for the server to
+// handle (measured in docs/PERFORMANCE.md, the process scenario). The
+// buffer never holds more than the batch, so AutoPullBatch's bound holds.
+func RefillAt(batch, concurrency int) int {
+	return max(min(concurrency, (batch+1)/2), 1)
+}
+
 // PullExpiry is how long one pull request waits on the server.
 const PullExpiry = 5 * time.Second
 
@@ -290,6 +303,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	pool := c.startWorkers(ctx, cut, giveUp)
 	p := newPuller(cons, c.dispatcher(pool, cut, giveUp),
 		jetstream.PullMaxMessages(c.o.PullBatch),
+		jetstream.PullThresholdMessages(RefillAt(c.o.PullBatch, c.o.Concurrency)),
 		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
 		// that a lost pull (a consumer leader failover, a reconnect) is
 		// noticed in 5s instead of the default 30s.
