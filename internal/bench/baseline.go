@@ -53,6 +53,34 @@ func fanOut(e *env, pull int) starter {
 	}
 }
 
+// fanOutDecoding is the fan-out whose goroutines do, before the ack, the
+// work no consumer of meter reads can skip: parse the message's JetStream
+// metadata and decode the read (meter.Decode). Ours to it is what the
+// pipeline costs beyond that work: the records, the breaker, the limit,
+// the keep-alive, the metrics and the settlement.
+func fanOutDecoding(e *env, pull int) starter {
+	return func(ctx context.Context, durable string) (r *running, err error) {
+		labelled(ctx, sideFanOutDecode, func(ctx context.Context) {
+			nc, _, cons, cerr := connect(ctx, e, "bench-fanout-decode", durable)
+			if cerr != nil {
+				err = cerr
+				return
+			}
+			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) {
+				_, merr := m.Metadata()
+				_, derr := meter.Decode(m.Data())
+				if merr != nil || derr != nil {
+					_ = m.Term() // never on the bench's backlog of valid reads
+					return
+				}
+				_ = m.Ack()
+			})
+			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(pull))
+		})
+		return r, err
+	}
+}
+
 // consume starts cons.Consume with handler and wraps it as consuming does;
 // when it cannot start, it calls after (if set) and closes nc.
 func consume(nc *nats.Conn, cons jetstream.Consumer, handler jetstream.MessageHandler, after func(), opts ...jetstream.PullConsumeOpt) (*running, error) {

@@ -96,6 +96,9 @@ func TestRunSmoke(t *testing.T) {
 	require.Len(t, rep.Overhead.Rows, 3, "one row per pull size, and the first with the breaker")
 	for _, row := range rep.Overhead.Rows {
 		assert.Len(t, row.Bare.Runs, 2)
+		assert.Len(t, row.FanOut.Runs, 2)
+		assert.Len(t, row.FanOutDecode.Runs, 2, "the fan-out decoding each read ran as often")
+		assert.Positive(t, row.FanOutDecode.MsgsPerSec)
 		assert.Len(t, row.Ours.Runs, 2)
 		assert.Positive(t, row.Ratio)
 	}
@@ -148,7 +151,7 @@ func TestRunSmoke(t *testing.T) {
 
 	var table strings.Builder
 	require.NoError(t, bench.WriteTable(&table, rep))
-	for _, want := range []string{"overhead pull 32", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)",
+	for _, want := range []string{"overhead pull 32", "vs the fan-out also parsing metadata and decoding each read", "http end to end", "storm 200 x 503", "steady", "memory, binary drains 5000", "scaling 4 instance(s)",
 		"capacity 2 replica(s)", "cycle-open 2 replica(s)", "retry-budget 100 reads", "partial uniform 5-25ms, healthy reads, 100",
 		"partial long tail, median 10ms p99 100ms, partial reads, 100", "outage 2 replica(s), 100 reads, down 300ms"} {
 		assert.Contains(t, table.String(), want)

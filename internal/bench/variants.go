@@ -26,13 +26,14 @@ import (
 // The pprof label that says which side a goroutine works for, so a CPU
 // profile splits into the server, the consumers and the rest.
 const (
-	sideLabel      = "side"
-	sideServer     = "server"
-	sideConsumer   = "consumer"
-	sideBare       = "bare"
-	sideFanOut     = "fanout"
-	sideDownstream = "downstream"
-	sidePublisher  = "publisher"
+	sideLabel        = "side"
+	sideServer       = "server"
+	sideConsumer     = "consumer"
+	sideBare         = "bare"
+	sideFanOut       = "fanout"
+	sideFanOutDecode = "fanout-decode"
+	sideDownstream   = "downstream"
+	sidePublisher    = "publisher"
 )
 
 // labelled runs f with the side label; goroutines f starts inherit it.
