@@ -236,8 +236,9 @@ func (v *View) Observe(c Call) Feedback {
 		fb.Queued = v.latency.add(now, c.Latency)
 	}
 	fb.Hold = v.latency.rising()
-	fb.Overloaded = v.overloaded(now)
-	fb.ShedShare, _, _, _ = v.shares.share(now, v.o.MinWeight, v.quick.p)
+	raw, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p) // once per call: it sums the window
+	fb.ShedShare = raw
+	fb.Overloaded = v.shedsOverload(loadsOf(raw, fast, ok, retries)) || v.queued(now)
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
@@ -256,7 +257,11 @@ func (v *View) Observe(c Call) Feedback {
 // fail are all that is left), and only a refusal before any work says
 // that the engine, not the read, turned them away. Locked.
 func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
-	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p)
+	return loadsOf(v.shares.share(now, v.o.MinWeight, v.quick.p))
+}
+
+// loadsOf is loads from the window's shares.
+func loadsOf(shed, fast float64, ok, retries bool) (float64, float64, bool) {
 	if retries {
 		shed = fast
 	}
@@ -265,8 +270,13 @@ func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
 
 // overloaded is the verdict at now. Locked.
 func (v *View) overloaded(now time.Duration) bool {
-	shed, fast, ok := v.loads(now)
-	return (ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)) || v.queued(now)
+	return v.shedsOverload(v.loads(now)) || v.queued(now)
+}
+
+// shedsOverload is the part of the verdict the loads give: at least
+// OverloadShare shed, or FastShare shed fast.
+func (v *View) shedsOverload(shed, fast float64, ok bool) bool {
+	return ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)
 }
 
 // queued reports a queue in the latency that is still the engine's: it
