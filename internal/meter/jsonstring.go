@@ -11,6 +11,15 @@ func (d *decoder) scanString() (raw []byte, escaped bool, fe *FieldError) {
 	d.pos++ // the opening quote
 	start := d.pos
 	for d.pos < len(d.data) {
+		// The run of plain bytes first, on locals: most strings are all of it.
+		i, data := d.pos, d.data
+		for i < len(data) && plain[data[i]] {
+			i++
+		}
+		d.pos = i
+		if i == len(data) {
+			break
+		}
 		switch c := d.data[d.pos]; {
 		case c == '"':
 			d.pos++
@@ -20,14 +29,21 @@ func (d *decoder) scanString() (raw []byte, escaped bool, fe *FieldError) {
 			if fe := d.skipEscape(); fe != nil {
 				return nil, false, fe
 			}
-		case c < 0x20:
+		default: // a control character: the run ends at nothing else
 			return nil, false, d.syntaxError("control character in string")
-		default:
-			d.pos++
 		}
 	}
 	return nil, false, d.unexpected()
 }
+
+// plain marks the bytes a string holds as they are: all but the quote, the
+// backslash and the control characters.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func (d *decoder) skipEscape() *FieldError {
 	if d.pos+1 >= len(d.data) {
