@@ -57,6 +57,7 @@ type Metrics struct {
 	// cached children for the hot path
 	ack, nak, term               prometheus.Counter
 	durAck, durNak, durTerm      prometheus.Observer
+	ageAck, ageTerm              prometheus.Observer
 	failTransient, failPermanent map[classify.Cause]prometheus.Counter
 	dlPermanent, dlExhausted     prometheus.Counter
 	dlExpired                    prometheus.Counter
@@ -191,8 +192,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.durAck = m.handleDuration.WithLabelValues(string(OutcomeAck))
 	m.durNak = m.handleDuration.WithLabelValues(string(OutcomeNak))
 	m.durTerm = m.handleDuration.WithLabelValues(string(OutcomeTerm))
-	m.readAge.WithLabelValues(string(OutcomeAck))
-	m.readAge.WithLabelValues(string(OutcomeTerm))
+	m.ageAck = m.readAge.WithLabelValues(string(OutcomeAck))
+	m.ageTerm = m.readAge.WithLabelValues(string(OutcomeTerm))
 	m.failTransient = map[classify.Cause]prometheus.Counter{}
 	m.failPermanent = map[classify.Cause]prometheus.Counter{}
 	for _, c := range classify.Causes() {

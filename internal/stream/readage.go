@@ -10,7 +10,15 @@ import (
 // read settled for good (ack or term) at now (the server's clock), from
 // its stream timestamp: the billing SLO's measure.
 func (m *Metrics) aged(o Outcome, md *jetstream.MsgMetadata, now time.Time) {
-	m.readAge.WithLabelValues(string(o)).Observe(max(now.Sub(md.Timestamp), 0).Seconds())
+	age := max(now.Sub(md.Timestamp), 0).Seconds()
+	switch o {
+	case OutcomeAck:
+		m.ageAck.Observe(age)
+	case OutcomeTerm:
+		m.ageTerm.Observe(age)
+	default:
+		m.readAge.WithLabelValues(string(o)).Observe(age)
+	}
 }
 
 // serverNow is the server's clock now, the one that stamped the reads.

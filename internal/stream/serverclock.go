@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,12 +29,19 @@ type serverClock struct {
 	log *slog.Logger
 	set func(offset time.Duration) // reports the local clock's offset
 
-	mu       sync.Mutex
-	measured bool
-	server   time.Time     // the server's clock at mono
-	mono     time.Duration // the monotonic clock then
-	within   time.Duration // half the round trip of the measurement
-	offset   time.Duration // local wall clock minus the server's, last logged
+	// last is the latest measurement (nil: none yet), read on every
+	// settlement without a lock.
+	last atomic.Pointer[measurement]
+
+	mu     sync.Mutex    // measurements are stored under it
+	offset time.Duration // local wall clock minus the server's, last logged
+}
+
+// measurement is one reading of the server's clock.
+type measurement struct {
+	server time.Time     // the server's clock at mono
+	mono   time.Duration // the monotonic clock then
+	within time.Duration // half the round trip of the measurement
 }
 
 // infoer is the part of a jetstream.Consumer the measurement asks.
@@ -54,8 +62,8 @@ func (s *serverClock) measure(ctx context.Context, cons infoer) {
 	mid, within := t0+(t1-t0)/2, (t1-t0)/2
 	offset := wall.Add(-(t1 - mid)).Sub(info.TimeStamp)
 	s.mu.Lock()
-	first, moved := !s.measured, (offset-s.offset).Abs() >= time.Second
-	s.measured, s.server, s.mono, s.within = true, info.TimeStamp, mid, within
+	first, moved := s.last.Load() == nil, (offset-s.offset).Abs() >= time.Second
+	s.last.Store(&measurement{server: info.TimeStamp, mono: mid, within: within})
 	if first || moved {
 		s.offset = offset
 	}
@@ -90,11 +98,10 @@ const maxDrift = 2000 // 1/maxDrift
 // now returns the server's clock now and the tolerance of the estimate:
 // half the measurement's round trip, plus the drift since.
 func (s *serverClock) now() (time.Time, time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.measured {
+	m := s.last.Load()
+	if m == nil {
 		return s.clk.Now(), clockSkew
 	}
-	since := s.clk.Mono() - s.mono
-	return s.server.Add(since), s.within + since/maxDrift
+	since := s.clk.Mono() - m.mono
+	return m.server.Add(since), m.within + since/maxDrift
 }
