@@ -29,7 +29,7 @@ func (d *decoder) scanString() (raw []byte, escaped bool, fe *FieldError) {
 			if fe := d.skipEscape(); fe != nil {
 				return nil, false, fe
 			}
-		default: // a control character: the run ends at nothing else
+		default: // a control character, the only other byte the plain run stops at
 			return nil, false, d.syntaxError("control character in string")
 		}
 	}
