@@ -39,18 +39,8 @@ func bare(e *env, pull int) starter {
 // ack it: the pipeline's shape without its work. It splits the gap between
 // the bare loop and ours into the hand-off and the rest.
 func fanOut(e *env, pull int) starter {
-	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideFanOut, func(ctx context.Context) {
-			nc, _, cons, cerr := connect(ctx, e, "bench-fanout", durable)
-			if cerr != nil {
-				err = cerr
-				return
-			}
-			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) { _ = m.Ack() })
-			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(pull))
-		})
-		return r, err
-	}
+	return pooled(e, sideFanOut, "bench-fanout", func(_ context.Context, m jetstream.Msg) { _ = m.Ack() },
+		jetstream.PullMaxMessages(pull))
 }
 
 // fanOutDecoding is the fan-out whose goroutines do, before the ack, the
@@ -59,23 +49,30 @@ func fanOut(e *env, pull int) starter {
 // pipeline costs beyond that work: the records, the breaker, the limit,
 // the keep-alive, the metrics and the settlement.
 func fanOutDecoding(e *env, pull int) starter {
+	return pooled(e, sideFanOutDecode, "bench-fanout-decode", func(_ context.Context, m jetstream.Msg) {
+		_, merr := m.Metadata()
+		_, derr := meter.Decode(m.Data())
+		if merr != nil || derr != nil {
+			_ = m.Term() // never on the bench's backlog of valid reads
+			return
+		}
+		_ = m.Ack()
+	}, jetstream.PullMaxMessages(pull))
+}
+
+// pooled starts a variant that consumes on a connection of its own, named
+// name, handing each message to fanOutWorkers goroutines that call handle;
+// its goroutines carry the side label.
+func pooled(e *env, side, name string, handle func(ctx context.Context, m jetstream.Msg), opts ...jetstream.PullConsumeOpt) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideFanOutDecode, func(ctx context.Context) {
-			nc, _, cons, cerr := connect(ctx, e, "bench-fanout-decode", durable)
+		labelled(ctx, side, func(ctx context.Context) {
+			nc, _, cons, cerr := connect(ctx, e, name, durable)
 			if cerr != nil {
 				err = cerr
 				return
 			}
-			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) {
-				_, merr := m.Metadata()
-				_, derr := meter.Decode(m.Data())
-				if merr != nil || derr != nil {
-					_ = m.Term() // never on the bench's backlog of valid reads
-					return
-				}
-				_ = m.Ack()
-			})
-			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(pull))
+			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) { handle(ctx, m) })
+			r, err = consume(nc, cons, dispatch, after, opts...)
 		})
 		return r, err
 	}
@@ -124,30 +121,19 @@ func consuming(nc *nats.Conn, cc jetstream.ConsumeContext, after func()) *runnin
 // pipeline's "nak" lines do. The pipeline holds the read instead (see
 // internal/stream's retries, hold.go).
 func delayedByServer(e *env, sink downstream.Sink, policy retry.Policy, rnd retry.Source, naks *nakCapture) starter {
-	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideConsumer, func(ctx context.Context) {
-			nc, _, cons, cerr := connect(ctx, e, "bench-nakwithdelay", durable)
-			if cerr != nil {
-				err = cerr
-				return
-			}
-			dispatch, after := workerPool(fanOutWorkers, func(m jetstream.Msg) {
-				md, merr := m.Metadata()
-				read, derr := meter.Decode(m.Data())
-				if merr != nil || derr != nil {
-					_ = m.Term()
-					return
-				}
-				if sink.Deliver(ctx, read) == nil {
-					_ = m.Ack()
-					return
-				}
-				delay := policy.Delay(md.NumDelivered, rnd)
-				naks.record(md.Sequence.Stream, delay)
-				_ = m.NakWithDelay(delay)
-			})
-			r, err = consume(nc, cons, dispatch, after)
-		})
-		return r, err
-	}
+	return pooled(e, sideConsumer, "bench-nakwithdelay", func(ctx context.Context, m jetstream.Msg) {
+		md, merr := m.Metadata()
+		read, derr := meter.Decode(m.Data())
+		if merr != nil || derr != nil {
+			_ = m.Term()
+			return
+		}
+		if sink.Deliver(ctx, read) == nil {
+			_ = m.Ack()
+			return
+		}
+		delay := policy.Delay(md.NumDelivered, rnd)
+		naks.record(md.Sequence.Stream, delay)
+		_ = m.NakWithDelay(delay)
+	})
 }
