@@ -166,7 +166,7 @@ func (l *Limiter) Pause(until time.Time) bool {
 		l.resume.Stop()
 		l.resume = nil
 	}
-	l.schedule()
+	l.schedule(l.o.Now())
 	return true
 }
 
@@ -189,7 +189,7 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 		q = &l.retries
 	}
 	e := q.PushBack(w)
-	l.schedule()
+	l.schedule(now)
 	l.mu.Unlock()
 	select {
 	case <-w.ch:
@@ -198,7 +198,7 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 		l.mu.Lock()
 		if w.granted {
 			l.inFlight-- // granted as ctx ended: give it to the next
-			l.grant()
+			l.grant(l.o.Now())
 		} else {
 			q.Remove(e)
 		}
@@ -220,9 +220,9 @@ func (l *Limiter) take(now time.Time) {
 	}
 }
 
-// grant gives free slots to the first waiters, retries first. Locked.
-func (l *Limiter) grant() {
-	now := l.o.Now()
+// grant gives free slots to the first waiters, retries first, as of now.
+// Locked.
+func (l *Limiter) grant(now time.Time) {
 	for _, q := range []*list.List{&l.retries, &l.firsts} {
 		for q.Len() > 0 && l.free(now) {
 			w := q.Remove(q.Front()).(*waiter)
@@ -231,20 +231,23 @@ func (l *Limiter) grant() {
 			close(w.ch)
 		}
 	}
-	l.schedule()
+	l.schedule(now)
 }
 
-// schedule makes sure waiters held by a pause are granted when it is over.
-// Locked.
-func (l *Limiter) schedule() {
-	wait := l.pauseUntil.Sub(l.o.Now())
-	if l.retries.Len()+l.firsts.Len() == 0 || wait <= 0 || l.resume != nil {
+// schedule makes sure waiters held by a pause are granted when it is over;
+// now is the caller's reading of the clock. Locked.
+func (l *Limiter) schedule(now time.Time) {
+	if l.retries.Len()+l.firsts.Len() == 0 || l.resume != nil {
+		return
+	}
+	wait := l.pauseUntil.Sub(now)
+	if wait <= 0 {
 		return
 	}
 	l.resume = time.AfterFunc(wait, func() {
 		l.mu.Lock()
 		l.resume = nil
-		l.grant()
+		l.grant(l.o.Now())
 		l.mu.Unlock()
 	})
 }
@@ -265,7 +268,7 @@ func (l *Limiter) Release(t Token, s Signal) {
 	case Overloaded:
 		l.decrease(now, l.o.ShedBackoff)
 	}
-	l.grant()
+	l.grant(now) // the same reading: the slot came free as the call ended
 	after := int(l.limit)
 	f := l.onChange
 	l.mu.Unlock()
