@@ -97,6 +97,12 @@ type FleetRun struct {
 	BreakerOpened int            `json:"breaker_opened"` // transitions to open, the fleet's sum
 	RetriesSpent  int            `json:"retries_spent"`
 	RetriesDenied int            `json:"retries_denied"`
+	// Diagnostics are the fleet's sums of the counters that explain a read
+	// called more or fewer times than its attempts (those not zero): failed
+	// calls not charged (uncharged_<why>), records not read or written
+	// (record_errors_<op>), deliveries dropped for a lost lease, hand-backs
+	// and settlements that failed.
+	Diagnostics map[string]int `json:"diagnostics,omitempty"`
 	// The fleet's summed limit, and the engine's calls in the system and
 	// busy servers, sampled every 100ms while draining.
 	LimitMedian  int     `json:"limit_sum_median"`
@@ -225,6 +231,7 @@ func drainBacklog(ctx context.Context, e *env, srv *simengine.Server, n int, lon
 	out.BreakerOpened = int(f.counter("breaker_transitions_total", map[string]string{"to": "open"}))
 	out.RetriesSpent = int(f.counter("retries_total", map[string]string{"budget": "spent"}))
 	out.RetriesDenied = int(f.counter("retries_total", map[string]string{"budget": "denied"}))
+	out.Diagnostics = f.diagnostics()
 	out.LimitMedian, out.MeanInSystem, out.MeanBusy = median(limits), mean(inSystem), mean(busy)
 	out.PeakAckPending = peakAckPending
 	return out, nil

@@ -268,3 +268,25 @@ func mean(v []int) float64 {
 
 // seeded is a math/rand source seeded from seed and salt, for an engine.
 func seeded(seed, salt uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, salt)) }
+
+// diagnostics returns the fleet's sums of the counters that explain a
+// read's calls beyond its attempts, those not zero (see
+// FleetRun.Diagnostics).
+func (f *fleet) diagnostics() map[string]int {
+	out := map[string]int{}
+	add := func(key, name string, want map[string]string) {
+		if n := int(f.counter(name, want)); n > 0 {
+			out[key] = n
+		}
+	}
+	for _, why := range []string{"breaker", "shedding", "engine_down"} {
+		add("uncharged_"+why, "uncharged_failures_total", map[string]string{"why": why})
+	}
+	for _, op := range []string{"get", "put"} {
+		add("record_errors_"+op, "record_errors_total", map[string]string{"op": op})
+	}
+	add("leases_lost", "leases_lost_total", nil)
+	add("hand_backs", "hand_backs_total", nil)
+	add("settle_errors", "settle_errors_total", nil)
+	return out
+}

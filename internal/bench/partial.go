@@ -81,6 +81,8 @@ type PartialRun struct {
 	BreakerOpened int `json:"breaker_opened"`
 	RetriesSpent  int `json:"retries_spent"`
 	RetriesDenied int `json:"retries_denied"`
+	// The product's Diagnostics (FleetRun's).
+	Diagnostics map[string]int `json:"diagnostics,omitempty"`
 	// The engine's latency of the calls it served, from arrival to answer.
 	EngineP50 time.Duration `json:"engine_p50_ns"`
 	EngineP99 time.Duration `json:"engine_p99_ns"`
@@ -121,10 +123,10 @@ func runPartial(ctx context.Context, e *env, cfg Config) (*Partial, error) {
 					return nil, fmt.Errorf("%s, %s reads, %s: %w", shape.Name, mix.Name, v.name, err)
 				}
 				x := *v.to
-				cfg.progress("partial %s, %s reads, %s: drained %t in %s, healthy goodput %.0f/s (all billed %t), lateness p99 %s (%d, %d missing), always-failing calls %d-%d, limit median %d, breaker opened %d, retries denied %d",
+				cfg.progress("partial %s, %s reads, %s: drained %t in %s, healthy goodput %.0f/s (all billed %t), lateness p99 %s (%d, %d missing), always-failing calls %d-%d, limit median %d, breaker opened %d, retries denied %d, diagnostics %v",
 					shape.Name, mix.Name, v.name, x.Drained, x.Elapsed.Round(time.Millisecond), x.Goodput, x.HealthyDone,
 					x.Lateness.P99.Round(time.Millisecond), x.Lateness.Count, x.Lateness.Missing, x.AlwaysCallsMin, x.AlwaysCallsMax,
-					x.LimitMedian, x.BreakerOpened, x.RetriesDenied)
+					x.LimitMedian, x.BreakerOpened, x.RetriesDenied, x.Diagnostics)
 			}
 			if row.Bare.Goodput > 0 {
 				row.Ratio = row.Product.Goodput / row.Bare.Goodput
@@ -170,7 +172,7 @@ func partialProduct(ctx context.Context, e *env, cfg Config, srv *simengine.Serv
 	}
 	run := PartialRun{Drained: f.Drained, Elapsed: f.Elapsed, Calls: f.Calls, Billed: f.Billed, DeadLetters: f.DeadLetters,
 		LimitMedian: f.LimitMedian, BreakerOpened: f.BreakerOpened, RetriesSpent: f.RetriesSpent, RetriesDenied: f.RetriesDenied,
-		EngineP50: f.P50, EngineP99: f.P99}
+		Diagnostics: f.Diagnostics, EngineP50: f.P50, EngineP99: f.P99}
 	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks, policy: cfg.PartialRetry,
 		deadLettered: func(i int) bool { _, ok := dead[i]; return ok }}.measure(&run)
 	return run, nil

@@ -2,6 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -80,6 +83,14 @@ func attempts(r PartialRun) string {
 	s := fmt.Sprintf("%d-%d; %d", r.AlwaysCallsMin, r.AlwaysCallsMax, r.AlwaysDeadLettered)
 	if !r.Drained {
 		s += " (did not drain)"
+	}
+	if len(r.Diagnostics) > 0 { // what explains a call beyond a read's attempts
+		keys := slices.Sorted(maps.Keys(r.Diagnostics))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s %d", k, r.Diagnostics[k])
+		}
+		s += " (" + strings.Join(parts, ", ") + ")"
 	}
 	return s
 }
