@@ -219,7 +219,13 @@ func (c *Consumer) uncharged(ctx context.Context, d *delivery, v verdict) {
 	d.failures++
 	c.m.uncharged.WithLabelValues(v.uncharged).Inc()
 	if c.log.Enabled(ctx, slog.LevelDebug) {
-		c.log.LogAttrs(ctx, slog.LevelDebug, unchargedLines[v.uncharged], c.attrs(d, v.cause, 0)...)
+		a := c.attrs(d, v.cause, 0)
+		if v.uncharged == whyShedding { // what in the engine's view said the shed was not the read's
+			sn := c.view.Snapshot()
+			a = append(a, slog.Group("engine", slog.Float64("shed_share", sn.ShedShare), slog.Bool("queued", sn.Queued),
+				slog.Bool("overloaded", sn.Overloaded), slog.Duration("latency", sn.Latency), slog.Duration("baseline", sn.Baseline)))
+		}
+		c.log.LogAttrs(ctx, slog.LevelDebug, unchargedLines[v.uncharged], a...)
 	}
 }
 
