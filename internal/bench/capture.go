@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,7 +18,17 @@ import (
 type nakCapture struct {
 	mu     sync.Mutex
 	delays map[uint64][]asked
+	// credited are the first lines (at most maxCredited) of sheds credited
+	// as the engine's, with what the engine's view said then.
+	credited []string
 }
+
+// maxCredited bounds nakCapture.credited.
+const maxCredited = 10
+
+// creditedLine is the consumer's debug line of a shed not charged because
+// the engine sheds broadly.
+const creditedLine = "shed while the engine sheds broadly: not charged"
 
 // asked is one delay asked for a read: when it was asked (the NAK), and the
 // delay.
@@ -29,6 +42,10 @@ func newNakCapture() *nakCapture { return &nakCapture{delays: map[uint64][]asked
 func (c *nakCapture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelDebug }
 
 func (c *nakCapture) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == creditedLine {
+		c.credit(r)
+		return nil
+	}
 	if r.Message != "nak" {
 		return nil
 	}
@@ -77,4 +94,26 @@ func (c *nakCapture) all(seq uint64) []asked {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.delays[seq]
+}
+
+// credit keeps a credited shed's line, its attributes as key=value.
+func (c *nakCapture) credit(r slog.Record) {
+	var b strings.Builder
+	b.WriteString(r.Time.UTC().Format("15:04:05.000"))
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	c.mu.Lock()
+	if len(c.credited) < maxCredited {
+		c.credited = append(c.credited, b.String())
+	}
+	c.mu.Unlock()
+}
+
+// credits returns the credited sheds' lines kept.
+func (c *nakCapture) credits() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.credited)
 }

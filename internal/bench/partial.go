@@ -81,8 +81,10 @@ type PartialRun struct {
 	BreakerOpened int `json:"breaker_opened"`
 	RetriesSpent  int `json:"retries_spent"`
 	RetriesDenied int `json:"retries_denied"`
-	// The product's Diagnostics (FleetRun's).
+	// The product's Diagnostics (FleetRun's), and the first debug lines of
+	// its sheds credited as the engine's (what its view said then).
 	Diagnostics map[string]int `json:"diagnostics,omitempty"`
+	Credited    []string       `json:"credited,omitempty"`
 	// The engine's latency of the calls it served, from arrival to answer.
 	EngineP50 time.Duration `json:"engine_p50_ns"`
 	EngineP99 time.Duration `json:"engine_p99_ns"`
@@ -123,6 +125,9 @@ func runPartial(ctx context.Context, e *env, cfg Config) (*Partial, error) {
 					return nil, fmt.Errorf("%s, %s reads, %s: %w", shape.Name, mix.Name, v.name, err)
 				}
 				x := *v.to
+				for _, line := range x.Credited {
+					cfg.progress("partial %s, %s reads, %s: credited shed: %s", shape.Name, mix.Name, v.name, line)
+				}
 				cfg.progress("partial %s, %s reads, %s: drained %t in %s, healthy goodput %.0f/s (all billed %t), lateness p99 %s (%d, %d missing), always-failing calls %d-%d, limit median %d, breaker opened %d, retries denied %d, diagnostics %v",
 					shape.Name, mix.Name, v.name, x.Drained, x.Elapsed.Round(time.Millisecond), x.Goodput, x.HealthyDone,
 					x.Lateness.P99.Round(time.Millisecond), x.Lateness.Count, x.Lateness.Missing, x.AlwaysCallsMin, x.AlwaysCallsMax,
@@ -175,6 +180,7 @@ func partialProduct(ctx context.Context, e *env, cfg Config, srv *simengine.Serv
 		Diagnostics: f.Diagnostics, EngineP50: f.P50, EngineP99: f.P99}
 	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks, policy: cfg.PartialRetry,
 		deadLettered: func(i int) bool { _, ok := dead[i]; return ok }}.measure(&run)
+	run.Credited = naks.credits()
 	return run, nil
 }
 
