@@ -134,3 +134,15 @@ func (s *shares) of(now time.Duration, least float64, part func(bucket) float64)
 	}
 	return picked / calls, true
 }
+
+// weight is the calls' weight over the window.
+func (s *shares) weight(now time.Duration) float64 {
+	e := int64(now) / s.width()
+	var calls float64
+	for _, sl := range s.buckets {
+		if e-sl.epoch < buckets {
+			calls += sl.calls
+		}
+	}
+	return calls
+}

@@ -227,3 +227,36 @@ func TestAFewSlowShedsAreNotFastByChance(t *testing.T) {
 	}
 	assert.True(t, v.Overloaded(), "60 retries refused at once")
 }
+
+// A run's first calls are few: a third of a dozen shed is what a fifth of
+// reads failing on their own gives often enough, and says nothing about the
+// engine. A broad shed is past chance however few the calls, and so is a
+// share a little past ShedShare over many.
+func TestAShareOfAFewCallsIsNotBroadByChance(t *testing.T) {
+	tests := []struct {
+		name        string
+		calls, shed int
+		shedding    bool
+	}{
+		{"4 of 13 first calls shed", 13, 4, false},
+		{"6 of 19 first calls shed", 19, 6, false},
+		{"12 of 40 first calls shed", 40, 12, false},
+		{"every one of 12 first calls shed", 12, 12, true},
+		{"9 of 12 first calls shed", 12, 9, true},
+		{"400 of 1000 first calls shed", 1000, 400, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{})
+			for i := range tt.calls {
+				c.advance(time.Millisecond)
+				a := engine.Served
+				if i*tt.shed/tt.calls != (i+1)*tt.shed/tt.calls { // spread evenly
+					a = engine.Shed
+				}
+				v.Observe(engine.Call{Read: uint64(i), Answer: a, Latency: 10 * time.Millisecond})
+			}
+			assert.Equal(t, tt.shedding, v.Shedding(), "shedding, share %.2f", v.Snapshot().ShedShare)
+		})
+	}
+}

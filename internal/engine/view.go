@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -67,7 +68,7 @@ type Feedback struct {
 type Options struct {
 	Window        time.Duration // of the shed shares and of throttling (default 2s)
 	MinWeight     float64       // weight of calls in Window before a share counts (default 10: ten first attempts)
-	ShedShare     float64       // shed share past which a shed is the engine's, not the read's (default 0.3)
+	ShedShare     float64       // shed share past which, beyond chance, a shed is the engine's, not the read's (default 0.3)
 	OverloadShare float64       // shed share past which the engine is overloaded (default 0.5)
 	ServingShare  float64       // answered share at which a shed is no outage (default 0.1)
 	// FastShare is the share of calls shed fast (answered in under half the
@@ -303,14 +304,37 @@ func (v *View) Overloaded() bool {
 
 // Shedding reports whether the engine sheds broadly, so that a shed says
 // nothing about its read: at least ShedShare of the calls' weight shed over
-// Window (only fast sheds count where retries are most of the weight), or
-// the engine overloaded.
+// Window beyond chance (only fast sheds count where retries are most of the
+// weight), or the engine overloaded.
+//
+// Beyond chance: the share less two standard deviations of a share drawn
+// from as much weight. Where a fifth of the reads fail on their own, the
+// first dozen calls answered (the weight just past MinWeight, as a run
+// starts) are a third sheds often enough, the more so as a 503 is answered
+// sooner than a 200 of an engine whose latency spreads: the bench's long
+// tail credited 1 and 3 such sheds in two runs, each a read's own failure taken
+// for the engine's. A broad shed of many calls is past the margin at once.
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
-	share, _, ok := v.loads(now)
-	return (ok && share >= v.o.ShedShare) || v.overloaded(now)
+	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p)
+	if retries {
+		shed = fast // chance is taken out of the fast share already
+	} else {
+		shed = beyondChance(shed, v.shares.weight(now))
+	}
+	return (ok && shed >= v.o.ShedShare) || v.overloaded(now)
+}
+
+// beyondChance is share less two standard deviations of a share of weight
+// w. The calls weigh at most 1 each, so share*(1-share)/w bounds the
+// variance of their weighted share from above.
+func beyondChance(share, w float64) float64 {
+	if w <= 0 {
+		return 0
+	}
+	return share - 2*math.Sqrt(share*(1-share)/w)
 }
 
 // Serving reports whether the engine answers others while it sheds: at
