@@ -121,14 +121,7 @@ func (s *shares) throttled(now time.Duration, least float64) (float64, bool) {
 
 // of is the share of the weight that part picks out of each bucket.
 func (s *shares) of(now time.Duration, least float64, part func(bucket) float64) (float64, bool) {
-	e := int64(now) / s.width()
-	var calls, picked float64
-	for _, sl := range s.buckets {
-		if e-sl.epoch < buckets {
-			calls += sl.calls
-			picked += part(sl)
-		}
-	}
+	calls, picked := s.sum(now, part)
 	if calls < least || calls == 0 {
 		return 0, false
 	}
@@ -137,12 +130,19 @@ func (s *shares) of(now time.Duration, least float64, part func(bucket) float64)
 
 // weight is the calls' weight over the window.
 func (s *shares) weight(now time.Duration) float64 {
+	calls, _ := s.sum(now, func(bucket) float64 { return 0 })
+	return calls
+}
+
+// sum is the calls' weight over the window, and what part picks out of
+// each of its buckets.
+func (s *shares) sum(now time.Duration, part func(bucket) float64) (calls, picked float64) {
 	e := int64(now) / s.width()
-	var calls float64
 	for _, sl := range s.buckets {
 		if e-sl.epoch < buckets {
 			calls += sl.calls
+			picked += part(sl)
 		}
 	}
-	return calls
+	return calls, picked
 }

@@ -319,11 +319,10 @@ func (v *View) Shedding() bool {
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
 	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p)
-	if retries {
-		shed = fast // chance is taken out of the fast share already
-	} else {
+	if !retries { // among retries the fast share decides, chance taken out already
 		shed = beyondChance(shed, v.shares.weight(now))
 	}
+	shed, _, ok = loadsOf(shed, fast, ok, retries)
 	return (ok && shed >= v.o.ShedShare) || v.overloaded(now)
 }
 
