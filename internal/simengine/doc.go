@@ -31,6 +31,17 @@
 // [Options.Check] sees every valid request and its body and may refuse it
 // with 400 ([CheckJSON] wants a JSON body, as the real API does).
 //
+// [Options.Refuse] answers a read's own failure at once, as a real engine
+// answers a 503 for one tariff whose service is down or a 429 for one
+// account over its quota: before any rating work. It is consulted as a call
+// arrives, once the ledger has counted it and before it is admitted; a
+// status it returns is answered at once, and the call is [Rejected]: never
+// queued nor served, it takes no server, so a busy engine refuses at once
+// too. Refuse may only refuse (a status outside 400-599 is answered 500);
+// 0 lets the call go on to the servers, the queue and Answer. A failure
+// scripted with Answer instead is answered after the call's wait and
+// service, as an engine that fails a read only once it has rated it.
+//
 // # What it records
 //
 // Per key, every call in the order it arrived ([Engine.Calls],
@@ -38,8 +49,9 @@
 // its wait and its latency. A 2xx for a key already billed is a [Duplicate],
 // not a second bill; a ledger checks that every read was billed exactly once
 // with [Engine.Ledger] or [Stats]. Totals and the state now ([Engine.Stats]):
-// calls, served, billed, duplicates, shed by status, in the system now and at
-// most. The latency of every served call ([Engine.Latencies], with
+// calls, served, billed, duplicates, shed by status, rejected, in the system
+// now and at most; every call ends served, shed, rejected, left or
+// abandoned. The latency of every served call ([Engine.Latencies], with
 // [Latencies.Quantile]), and the calls arrived per 100ms ([Engine.Arrivals],
 // [Engine.PeakArrivals] for a herd). [Engine.Await] waits for a condition on
 // the Stats without polling. [Options.Keep] limits the per-key ledger, so a
@@ -58,10 +70,11 @@
 //
 // [New] and the setters return an error wrapping [ErrInvalid] that names each
 // field at fault. An [Engine] is safe for concurrent requests and for calling
-// any method from any goroutine; Answer, Delay, Check and Keep are called
-// from many goroutines at once, without the engine's lock (they may call
-// [Engine.Billed]). Its state is guarded by one mutex, taken three times per
-// call for a few hundred nanoseconds. The engine starts no goroutine of its
+// any method from any goroutine; Answer, Refuse, Delay, Check and Keep are
+// called from many goroutines at once, without the engine's lock (they may
+// call [Engine.Billed]). Its state is guarded by one mutex, taken three times
+// per served call for a few hundred nanoseconds (once more when Refuse is
+// set: the lock is let go while it is consulted), twice per rejected call. The engine starts no goroutine of its
 // own except a timer that frees the server of an abandoned call; a [Server]
 // stops its goroutines at [Server.Close].
 package simengine

@@ -44,6 +44,7 @@ type Engine struct {
 	shedRand    *rand.Rand
 	jitterRand  *rand.Rand
 	answer      func(key string, n int) (int, http.Header)
+	refuse      func(key string, n int) (int, http.Header)
 	delay       func(key string, n int) time.Duration
 	ledger      map[string]*keyCalls
 	latencies   []time.Duration // of served calls, in the order they were answered
@@ -78,6 +79,7 @@ func New(o Options) (*Engine, error) {
 		shedRand:    rand.New(rand.NewPCG(seeds.Uint64(), seeds.Uint64())),
 		jitterRand:  rand.New(rand.NewPCG(seeds.Uint64(), seeds.Uint64())),
 		answer:      o.Answer,
+		refuse:      o.Refuse,
 		delay:       o.Delay,
 		ledger:      make(map[string]*keyCalls),
 	}
@@ -162,6 +164,14 @@ func (e *Engine) SetAnswer(f func(key string, n int) (status int, header http.He
 	e.answer = f
 }
 
+// SetRefuse replaces Options.Refuse (nil: no call is refused) for the calls
+// arriving from now on.
+func (e *Engine) SetRefuse(f func(key string, n int) (status int, header http.Header)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refuse = f
+}
+
 // SetDelay replaces Options.Delay (nil: none) for the calls served from now
 // on.
 func (e *Engine) SetDelay(f func(key string, n int) time.Duration) {
@@ -195,6 +205,17 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.arrivals.add(at)
 	e.totals.Calls++
 	kc, idx, n := e.recordLocked(key, kept, at, req)
+	if refuse := e.refuse; refuse != nil {
+		// Consulted without the lock (it may call Billed), before the call
+		// is admitted: a refused call never takes a server nor a queue
+		// place.
+		e.mu.Unlock()
+		if status, header := refuse(key, n); status != 0 {
+			e.reject(w, r, kc, idx, key, n, status, header)
+			return
+		}
+		e.mu.Lock()
+	}
 	adm := e.core.arrive(t)
 	switch adm {
 	case serve:
@@ -285,6 +306,23 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, status, strings.ToLower(http.StatusText(status)))
 	}
+}
+
+// reject answers a call Refuse refused, at once: status (500 unless in
+// [400, 599]) and header; the call is Rejected, with no wait and no latency.
+func (e *Engine) reject(w http.ResponseWriter, r *http.Request, kc *keyCalls, idx int, key string, n, status int, header http.Header) {
+	if status < 400 || status > 599 {
+		status = http.StatusInternalServerError
+	}
+	e.mu.Lock()
+	e.settleLocked(kc, idx, Rejected, status, 0, 0)
+	e.signalLocked()
+	e.mu.Unlock()
+	for k, v := range header {
+		w.Header()[k] = v
+	}
+	e.logAnswer(r, key, n, status, Rejected.String(), 0)
+	writeError(w, status, strings.ToLower(http.StatusText(status)))
 }
 
 // serve holds t's server until its service time ends, frees it, and reports
@@ -394,6 +432,8 @@ func (e *Engine) settleLocked(kc *keyCalls, idx int, out Outcome, status int, wa
 		e.latencies = append(e.latencies, latency)
 	case Shed:
 		e.totals.Shed++
+	case Rejected:
+		e.totals.Rejected++
 	case Left:
 		e.totals.Left++
 	case Abandoned:

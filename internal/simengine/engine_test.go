@@ -288,6 +288,182 @@ func nilIfEmpty(o []simengine.Outcome) []simengine.Outcome {
 	return o
 }
 
+// Refuse answers a call at once as it arrives, after the ledger counted it
+// (n numbers it among its key's calls, as Answer's does) and before it is
+// admitted: the call is Rejected, with Refuse's status and headers, no wait,
+// no latency, and no place in Latencies. A status of 0 lets it go on to
+// Answer; a status that is not a failure (outside 400-599) is answered 500,
+// never billed.
+func TestRefuse(t *testing.T) {
+	retryAfter60 := http.Header{"Retry-After": {"60"}}
+	tests := []struct {
+		name           string
+		refuse         func(key string, n int) (int, http.Header)
+		posts          []string // keys, posted one after another
+		wantStatuses   []int
+		wantRetryAfter []string // by post; "" for none
+		wantOutcomes   map[string][]simengine.Outcome
+		wantNs         map[string][]int // the n Refuse was given, by key
+		wantRejected   int64
+		wantBilled     int64
+	}{
+		{
+			name: "first call refused, the second served",
+			refuse: func(_ string, n int) (int, http.Header) {
+				if n == 1 {
+					return http.StatusServiceUnavailable, nil
+				}
+				return 0, nil
+			},
+			posts:          []string{"a", "a", "b", "a"},
+			wantStatuses:   []int{503, 200, 503, 200},
+			wantRetryAfter: []string{"", "", "", ""},
+			wantOutcomes: map[string][]simengine.Outcome{
+				"a": {simengine.Rejected, simengine.Billed, simengine.Duplicate},
+				"b": {simengine.Rejected},
+			},
+			wantNs:       map[string][]int{"a": {1, 2, 3}, "b": {1}},
+			wantRejected: 2, wantBilled: 1,
+		},
+		{
+			name: "one account over its quota: 429 with Retry-After, every call",
+			refuse: func(key string, _ int) (int, http.Header) {
+				if strings.HasPrefix(key, "acct-") {
+					return http.StatusTooManyRequests, retryAfter60
+				}
+				return 0, nil
+			},
+			posts:          []string{"acct-1", "other", "acct-1"},
+			wantStatuses:   []int{429, 200, 429},
+			wantRetryAfter: []string{"60", "", "60"},
+			wantOutcomes: map[string][]simengine.Outcome{
+				"acct-1": {simengine.Rejected, simengine.Rejected},
+				"other":  {simengine.Billed},
+			},
+			wantNs:       map[string][]int{"acct-1": {1, 2}, "other": {1}},
+			wantRejected: 2, wantBilled: 1,
+		},
+		{
+			name:           "a 2xx is not a refusal: answered 500, never billed",
+			refuse:         func(string, int) (int, http.Header) { return http.StatusCreated, nil },
+			posts:          []string{"k"},
+			wantStatuses:   []int{500},
+			wantRetryAfter: []string{""},
+			wantOutcomes:   map[string][]simengine.Outcome{"k": {simengine.Rejected}},
+			wantNs:         map[string][]int{"k": {1}},
+			wantRejected:   1,
+		},
+		{
+			name:           "a negative status is answered 500",
+			refuse:         func(string, int) (int, http.Header) { return -1, nil },
+			posts:          []string{"k"},
+			wantStatuses:   []int{500},
+			wantRetryAfter: []string{""},
+			wantOutcomes:   map[string][]simengine.Outcome{"k": {simengine.Rejected}},
+			wantNs:         map[string][]int{"k": {1}},
+			wantRejected:   1,
+		},
+		{
+			name:           "0 refuses nothing",
+			refuse:         func(string, int) (int, http.Header) { return 0, nil },
+			posts:          []string{"k", "l"},
+			wantStatuses:   []int{200, 200},
+			wantRetryAfter: []string{"", ""},
+			wantOutcomes:   map[string][]simengine.Outcome{"k": {simengine.Billed}, "l": {simengine.Billed}},
+			wantNs:         map[string][]int{"k": {1}, "l": {1}},
+			wantBilled:     2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			ns := map[string][]int{}
+			s := start(t, simengine.Options{
+				ServiceTime: time.Millisecond,
+				Refuse: func(key string, n int) (int, http.Header) {
+					mu.Lock()
+					ns[key] = append(ns[key], n)
+					mu.Unlock()
+					return tt.refuse(key, n)
+				},
+			})
+			for i, key := range tt.posts {
+				a := post(t.Context(), s, key)
+				require.NoError(t, a.err)
+				assert.Equal(t, tt.wantStatuses[i], a.status, "post %d (%s)", i, key)
+				assert.Equal(t, tt.wantRetryAfter[i], a.header.Get("Retry-After"), "post %d (%s)", i, key)
+			}
+			mu.Lock()
+			assert.Equal(t, tt.wantNs, ns)
+			mu.Unlock()
+			for key, want := range tt.wantOutcomes {
+				calls := s.Calls(key)
+				assert.Equal(t, want, outcomes(calls), key)
+				for _, c := range calls {
+					if c.Outcome == simengine.Rejected {
+						assert.Zero(t, c.Wait, "%s: answered at once", key)
+						assert.Zero(t, c.Latency, "%s: answered at once", key)
+						assert.NotZero(t, c.Status, key)
+					}
+				}
+			}
+			st := s.Stats()
+			assert.EqualValues(t, len(tt.posts), st.Calls)
+			assert.Equal(t, tt.wantRejected, st.Rejected, "rejected")
+			assert.Equal(t, tt.wantBilled, st.Billed, "billed")
+			assert.Zero(t, st.Shed, "a rejected call is not shed")
+			assert.Zero(t, st.Refused, "nor refused after its service")
+			assert.Equal(t, st.Calls, st.Served+st.Shed+st.Rejected+st.Left+st.Abandoned, "every call ends one way")
+			assert.Len(t, s.Latencies(), int(st.Served), "only served calls have a latency")
+		})
+	}
+}
+
+// A refused call takes no server and no queue place: an engine whose only
+// server is busy and whose queue is full refuses at once, and sheds only the
+// calls Refuse lets through.
+func TestRefusedCallTakesNoServer(t *testing.T) {
+	s := start(t, simengine.Options{
+		Servers: 1, Queue: 0, ServiceTime: time.Hour,
+		Refuse: func(key string, _ int) (int, http.Header) {
+			if strings.HasPrefix(key, "refused") {
+				return http.StatusTooManyRequests, http.Header{"Retry-After": {"60"}}
+			}
+			return 0, nil
+		},
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	held := make(chan answer, 1)
+	go func() { held <- post(ctx, s, "held") }()
+	await(t, s, func(st simengine.Stats) bool { return st.Busy == 1 })
+
+	for i := range 3 {
+		a := post(t.Context(), s, fmt.Sprintf("refused-%d", i))
+		require.NoError(t, a.err)
+		assert.Equal(t, http.StatusTooManyRequests, a.status, "refused at once, the server busy")
+		assert.Equal(t, "60", a.header.Get("Retry-After"))
+	}
+	st := s.Stats()
+	assert.Equal(t, 1, st.Busy, "the refused calls took no server")
+	assert.Equal(t, 1, st.InSystem)
+	assert.Equal(t, 1, st.MaxInSystem, "nor a place in the system")
+	assert.EqualValues(t, 3, st.Rejected)
+	assert.Zero(t, st.Shed)
+
+	a := post(t.Context(), s, "let-through")
+	require.NoError(t, a.err)
+	assert.Equal(t, http.StatusServiceUnavailable, a.status, "a call Refuse lets through meets the full engine")
+	assert.Equal(t, []simengine.Outcome{simengine.Shed}, outcomes(s.Calls("let-through")))
+
+	cancel()
+	<-held
+	await(t, s, func(st simengine.Stats) bool { return st.Abandoned == 1 })
+	st = s.Stats()
+	assert.EqualValues(t, 5, st.Calls)
+	assert.Equal(t, st.Calls, st.Served+st.Shed+st.Rejected+st.Left+st.Abandoned)
+	assert.Empty(t, s.Latencies(), "no call was served")
+}
+
 // A request that is not a call is answered 400 and is not counted as one.
 func TestBadRequests(t *testing.T) {
 	tests := []struct {
@@ -515,6 +691,16 @@ func TestKnobs(t *testing.T) {
 	a = post(t.Context(), s, "later")
 	require.NoError(t, a.err)
 	assert.Equal(t, http.StatusAccepted, a.status)
+
+	s.SetRefuse(func(string, int) (int, http.Header) { return http.StatusServiceUnavailable, nil })
+	a = post(t.Context(), s, "refused")
+	require.NoError(t, a.err)
+	assert.Equal(t, http.StatusServiceUnavailable, a.status)
+	s.SetRefuse(nil)
+	a = post(t.Context(), s, "refused")
+	require.NoError(t, a.err)
+	assert.Equal(t, http.StatusAccepted, a.status, "nil refuses nothing")
+	assert.Equal(t, []simengine.Outcome{simengine.Rejected, simengine.Billed}, outcomes(s.Calls("refused")))
 }
 
 func TestValidation(t *testing.T) {
@@ -645,6 +831,12 @@ func TestInvariantsUnderLoad(t *testing.T) {
 			}
 			return http.StatusOK, nil
 		},
+		Refuse: func(key string, n int) (int, http.Header) {
+			if n%5 == 2 {
+				return http.StatusTooManyRequests, nil
+			}
+			return 0, nil
+		},
 	})
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -663,7 +855,8 @@ func TestInvariantsUnderLoad(t *testing.T) {
 
 	st := s.Stats()
 	assert.EqualValues(t, workers*perKey, st.Calls)
-	assert.Equal(t, st.Calls, st.Served+st.Shed+st.Left+st.Abandoned, "every call ends one way")
+	assert.Equal(t, st.Calls, st.Served+st.Shed+st.Rejected+st.Left+st.Abandoned, "every call ends one way")
+	assert.Positive(t, st.Rejected)
 	assert.Equal(t, st.Served, st.Billed+st.Duplicates+st.Refused)
 	assert.Equal(t, st.Shed, st.ShedUnavailable+st.ShedTooMany)
 	assert.LessOrEqual(t, st.MaxInSystem, servers+queue)

@@ -48,6 +48,18 @@ type Options struct {
 	// answered 500. nil answers 200 to every call. It is called from many
 	// goroutines at once.
 	Answer func(key string, n int) (status int, header http.Header)
+	// Refuse, when set, is consulted for every call as it arrives, after the
+	// ledger has counted it (n is numbered as for Answer, this call
+	// included) and before it is admitted to the servers or the queue: the
+	// failures a real engine answers at once, before any rating work (a 503
+	// for one tariff whose service is down, a 429 for one account over its
+	// quota). A status of 0 lets the call go on as usual; any other status
+	// is answered at once with header, the call never queued nor served and
+	// holding no server: it is [Rejected]. Refuse may only refuse: a status
+	// outside [400, 599] (a 2xx included) is answered 500, so that a
+	// mistaken Refuse never bills. It is called from many goroutines at
+	// once, without the engine's lock.
+	Refuse func(key string, n int) (status int, header http.Header)
 	// Delay, when set, adds a latency to a served call, after its service:
 	// the call holds no server meanwhile (a slow answer on its way back, not
 	// a busier engine; change the service time for that). It is called from

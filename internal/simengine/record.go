@@ -11,7 +11,10 @@ import (
 // Outcome is what became of one call.
 type Outcome uint8
 
-// Outcomes, in the order a call can reach them.
+// Outcomes. A call is Pending until it ends in one of the others: Rejected
+// at once as it arrives; Shed at once past the queue; Left from the queue;
+// served and then Billed, Duplicate or Refused, or Abandoned while served.
+// Their values are stable: Rejected, added last, comes last.
 const (
 	// Pending: the call waits in the queue, is being served, or is in its
 	// Delay.
@@ -33,9 +36,13 @@ const (
 	// its Delay; it is not billed, and its server is freed only when its
 	// service time ends.
 	Abandoned
+	// Rejected: answered at once by Options.Refuse as it arrived, before
+	// admission: never queued nor served, it held no server. Its status is
+	// Refuse's; its wait and latency are 0.
+	Rejected
 )
 
-var outcomeNames = [...]string{"pending", "billed", "duplicate", "refused", "shed", "left", "abandoned"}
+var outcomeNames = [...]string{"pending", "billed", "duplicate", "refused", "shed", "left", "abandoned", "rejected"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -55,7 +62,8 @@ type Call struct {
 	// Wait is the time it waited in the queue for a server.
 	Wait time.Duration
 	// Latency is from its arrival to its answer (wait, service and Delay)
-	// for a served call (Billed, Duplicate, Refused); 0 otherwise.
+	// for a served call (Billed, Duplicate, Refused); 0 otherwise (a Shed
+	// or Rejected call is answered at once).
 	Latency time.Duration
 	// Header and Body are the request's headers and body, copies the caller
 	// may keep, when Options.Record is set; nil otherwise.
@@ -107,6 +115,11 @@ type Stats struct {
 	ShedUnavailable int64
 	ShedTooMany     int64
 	ShedRetryAfter  int64
+
+	// Rejected calls were answered at once by Options.Refuse, before
+	// admission: neither served nor shed, and not in Latencies. Every call
+	// ends as one of Served, Shed, Rejected, Left or Abandoned.
+	Rejected int64
 
 	// Left calls were given up while queued, Abandoned ones while served.
 	Left      int64
