@@ -38,13 +38,17 @@ type RateEngineStats struct {
 }
 
 // RateEngine simulates the billing rate engine: an simengine.Engine with a
-// capacity, whose served calls draw their outcome. It is an http.Handler and
-// is safe for concurrent requests.
+// capacity, whose calls draw their outcome. It is an http.Handler and is safe
+// for concurrent requests.
 //
-// The outcome of a served call is a fact about its read: a function of the
-// seed, the read's key and the call's number n, never of the load. The load
-// shows only through the capacity, as a real engine's does: calls wait in
-// the queue, and past it they are shed.
+// The outcome of a call is a fact about its read: a function of the seed, the
+// read's key and the call's number n, never of the load. A read's own
+// failures (503, 429 with Retry-After, 422) are answered at once as the call
+// arrives (simengine's Refuse), before any rating work and without taking a
+// server or a queue place, as a real engine answers a tariff whose service is
+// down or an account over its quota; a call drawn 200 or slow is served. The
+// load shows only through the capacity, as a real engine's does: calls wait
+// in the queue, and past it they are shed.
 type RateEngine struct {
 	opts   RateEngineOptions
 	engine *simengine.Engine
@@ -77,7 +81,7 @@ func NewRateEngine(o RateEngineOptions) (*RateEngine, error) {
 		Queue:       o.Queue,
 		Shedding:    o.Shedding,
 		Rand:        o.Rand,
-		Answer:      re.answer,
+		Refuse:      re.refuse,
 		Delay:       re.delay,
 		Check:       simengine.CheckJSON,
 		Logger:      o.Logger,
@@ -154,8 +158,9 @@ func (re *RateEngine) Stats() RateEngineStats {
 
 // ServeHTTP answers one posted read: 503 at once in the outage phase,
 // whatever the request; otherwise 400 unless it is a POST of JSON with an
-// Idempotency-Key; shed at once past the capacity; otherwise, once served,
-// 200 for a key already billed, or the outcome drawn.
+// Idempotency-Key; a failure drawn for a key not yet billed (503, 429, 422)
+// at once; shed at once past the capacity; otherwise, once served, 200
+// (slowly for a call drawn slow; a duplicate for a key already billed).
 func (re *RateEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if re.down.Load() {
 		re.downs.Add(1)
@@ -185,11 +190,12 @@ func (re *RateEngine) delay(key string, n int) time.Duration {
 	return re.opts.SlowDelay
 }
 
-// answer is a served call's answer: 200 for a key already billed, else the
-// outcome drawn.
-func (re *RateEngine) answer(key string, n int) (int, http.Header) {
+// refuse is the engine's Refuse: a failure drawn for the n-th call of a key
+// not yet billed, answered at once; 0 (served as usual) for a key already
+// billed, whose call is a duplicate, and for an outcome of 200 or slow.
+func (re *RateEngine) refuse(key string, n int) (int, http.Header) {
 	if re.engine.Billed(key) {
-		return http.StatusOK, nil // a duplicate
+		return 0, nil // a duplicate: served, answered 200
 	}
 	switch re.draw(key, n) {
 	case outcomeUnavailable:
@@ -202,11 +208,11 @@ func (re *RateEngine) answer(key string, n int) (int, http.Header) {
 		re.unprocessable.Add(1)
 		return http.StatusUnprocessableEntity, nil
 	}
-	return http.StatusOK, nil
+	return 0, nil
 }
 
 // draw picks the outcome of the n-th call of key. It is a function of the
-// engine's seed, the key and n, so that delay and answer draw the same, and
+// engine's seed, the key and n, so that refuse and delay draw the same, and
 // a given seed gives the same outcomes whatever the order of the calls.
 func (re *RateEngine) draw(key string, n int) outcome {
 	h := fnv.New64a()
