@@ -43,6 +43,13 @@ type Options struct {
 	MaxCoolDown  time.Duration // bound of a cool-down that grows while probes fail (>= CoolDown)
 	Probes       int           // calls let through when half-open
 
+	// Silent, when set, reports whether the downstream serves no one now
+	// (it has failed every call for a while without answering one): the
+	// breaker opens from closed only then, whatever its window holds, so
+	// that quick refusals of a downstream that serves others (its load, or
+	// the reads' own) never open it. nil: always silent.
+	Silent func() bool
+
 	Rand      retry.Source                       // jitter (default: seeded from the clock)
 	Clock     clock.Clock                        // the window runs on its monotonic clock (default clock.System())
 	OnChange  func(from, to State)               // called after each transition, outside the lock
@@ -224,6 +231,8 @@ func (b *Breaker) Done(p Permit, failed bool) {
 	if !p.probe && (!p.fresh || !failed) && State(b.fast.Load()) == Closed {
 		if p.fresh {
 			b.count(b.o.Clock.Mono(), false) // a success cannot open it
+		} else if failed && b.o.Silent != nil {
+			b.recheck() // the window may have been waiting for the silence
 		}
 		return
 	}
@@ -305,10 +314,29 @@ func (b *Breaker) count(now time.Duration, failed bool) {
 	}
 }
 
+// recheck opens a closed breaker whose window already holds enough
+// failures, once the downstream is silent: a read failing again is no
+// evidence itself, but the failures of fresh reads before it may now be.
+func (b *Breaker) recheck() {
+	var from, to State
+	b.mu.Lock()
+	if b.state == Closed {
+		from, to = b.judge(b.o.Clock.Mono())
+	}
+	b.mu.Unlock()
+	b.notify(from, to)
+}
+
 // record counts an outcome in the window and opens when it must. Locked.
 func (b *Breaker) record(failed bool) (State, State) {
 	now := b.o.Clock.Mono()
 	b.count(now, failed)
+	return b.judge(now)
+}
+
+// judge opens the breaker when the window holds MinCalls or more, a share
+// FailureRatio of them failed, and the downstream is silent. Locked.
+func (b *Breaker) judge(now time.Duration) (State, State) {
 	idx := int64(now) / b.width()
 	var calls, failures int64
 	for i := range b.win {
@@ -318,7 +346,7 @@ func (b *Breaker) record(failed bool) (State, State) {
 			failures += bk.failures.Load()
 		}
 	}
-	if calls >= int64(b.o.MinCalls) && float64(failures) >= b.o.FailureRatio*float64(calls) {
+	if calls >= int64(b.o.MinCalls) && float64(failures) >= b.o.FailureRatio*float64(calls) && (b.o.Silent == nil || b.o.Silent()) {
 		return b.transition(Open)
 	}
 	return b.state, b.state

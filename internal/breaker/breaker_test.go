@@ -3,6 +3,7 @@ package breaker_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,4 +309,28 @@ func TestAWallClockStepDoesNotBlindTheWindow(t *testing.T) {
 			assert.Equal(t, want, failuresToOpen(t, tt.step))
 		})
 	}
+}
+
+// With Silent, the breaker opens only while the downstream serves no one:
+// failures that fill its window while others are answered (quick refusals
+// of an engine serving its load) open it once the silence comes, on the
+// next failure, a read's own retry included.
+func TestItOpensOnlyOnASilentDownstream(t *testing.T) {
+	var silent atomic.Bool
+	c := &clock{Fake: fakeclock.NewFake(time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC))}
+	b, err := breaker.New(breaker.Options{
+		Window: 10 * time.Second, MinCalls: 10, FailureRatio: 0.5, CoolDown: 4 * time.Second,
+		MaxCoolDown: 16 * time.Second, Probes: 2, Rand: retry.NewRand(1), Clock: c, AfterFunc: c.AfterFunc,
+		Silent: silent.Load,
+	})
+	require.NoError(t, err)
+	for range 20 {
+		call(t, b, true)
+	}
+	assert.Equal(t, breaker.Closed, b.State(), "20 failures of 20, but the downstream serves others")
+	silent.Store(true)
+	p, err := b.Acquire(t.Context(), false) // a read that failed before
+	require.NoError(t, err)
+	b.Done(p, true)
+	assert.Equal(t, breaker.Open, b.State(), "silent now: the window's fresh failures open it")
 }

@@ -4,7 +4,9 @@
 // reads that had not failed before over a sliding window (a read failing
 // again is evidence about that read, not about the downstream, and is not
 // counted). When, with at least MinCalls such calls in the window, the share
-// of transient failures reaches FailureRatio, it opens: Acquire blocks every
+// of transient failures reaches FailureRatio, and the downstream is silent
+// (Options.Silent: it has failed every call for a while without answering
+// one, judged by the engine's view), it opens: Acquire blocks every
 // caller, so reads are held instead of spending their attempts on an
 // outage. After a jittered cool-down (so a fleet does not probe together,
 // growing while probes keep failing) it turns half-open and lets Probes

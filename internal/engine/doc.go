@@ -1,40 +1,90 @@
 // Package engine is the replica's one view of the rate engine's health. Every
 // call to the engine is reported to a View with its context (how often the
-// read failed before, its latency, what the engine answered), and the adaptive
-// limit, the retry budget, the replica-wide pause, the breaker's evidence and
-// the charging of sheds all read their verdicts from it, so they cannot
-// disagree about the engine.
+// read failed before, its latency, what the engine answered, whether it was
+// sent during a dip), and the adaptive limit, the retry budget, the pause,
+// the breaker's evidence and the charging of sheds all read their verdicts
+// from it, so they cannot disagree about the engine.
 //
-// A read's failure is evidence about that read; the engine is judged across
-// many reads. Each call weighs 2^-f, f being how often its read failed before:
-// a first attempt weighs 1, the same read failing again weighs less and less.
-// A window weighing less than MinWeight (10 first attempts) says nothing.
+// # The principle
 //
-// Where retries are most of a window's weight (the end of a backlog, where
-// the reads that always fail are all that is left) only fast sheds count:
-// retries are the reads chosen by their own failures, and only a refusal
-// before any work says the engine, not the read, turned them away. In a
-// steady stream they never are: a read's retries weigh 1/2 + 1/4 + ... < 1
-// together. Elsewhere retries' sheds count only up to the share of first
-// attempts shed beside them: as a backlog ends, the retries of the reads
-// that always fail would otherwise lift the share of an engine that serves
-// every other read past any threshold. Over the last Window (2s):
+// The engine is overloaded when its answers change with the load the fleet
+// sends: the latency of served calls rises with what is in flight (a queue),
+// or the share it refuses rises with it. A refusal whose share stays the same
+// when the fleet sends less is not load, whatever its status and however fast
+// it comes back: it is the reads' own (a tariff whose service is down, an
+// account over its quota), or a partial failure of the engine that no pacing
+// cures. What one call looks like (a 503 answered at once, a 429) says
+// nothing: a real engine answers its per-read failures at once too.
 //
-//   - Shedding: at least ShedShare (30%) of the weight was shed (503, 429, a
-//     timeout, an unreachable engine). A shed then says nothing about its
-//     read and is not charged to it.
-//   - Overloaded: at least OverloadShare (50%) was shed; or FastShare (5%)
-//     was shed fast: answered in under half the latency baseline, beyond
-//     the share of the last 256 answered calls that quick and beyond chance
-//     (two standard deviations of as many sheds at that share). A load
-//     shedder refuses before any work; a read's own 503 of an engine whose
-//     latency spreads is as often quick as its 200s; a 429 is never fast.
-//     Or the engine's latency shows a queue (below) and it still answers:
-//     a call answered within four baselines (100ms at least) or two of the
-//     last round's medians, so that the last queue of a busy engine is no
-//     verdict on the reads left once it answers no one. The limit comes down,
-//     the retry budget binds, and a Retry-After from several reads may
-//     pause the replica.
+// # Evidence
+//
+// Shares are judged on the last Calls (128) first attempts, none older than
+// MaxAge (1m): counted in calls, not time, so a replica at 10 reads a second
+// and one at 2,000 judge an engine on the same evidence. Retries are left
+// out: a retry is a read chosen by its own failure (at the end of a backlog
+// the reads that always fail are all that is left). Fewer than MinCalls (10)
+// say nothing, and a share counts only beyond chance (two standard
+// deviations of a share drawn from as many calls).
+//
+// # Trials
+//
+// Sheds are suspect when the window holds at least two and their share is
+// beyond chance above the background (the share a standing verdict found the
+// reads' own; 0 without one; three standard deviations over a background).
+// A suspect replica dips: from the next wall-clock multiple of DipEvery
+// (250ms) it holds its calls in flight at half its limit for DipFor (100ms,
+// or two latency baselines if longer), and reports the first attempts sent
+// meanwhile as Low. Every replica that suspects the engine dips on the same
+// multiples, a standing verdict or not, so a fleet that overloads an engine
+// (each replica sees its sheds) sends less together, and a trial sees what
+// the fleet's load does, not one replica's. A dip to half a limit the
+// engine's servers still fill costs no goodput.
+//
+// A trial (run when sheds are suspect and no verdict of load stands) sets the
+// shed share of the low first attempts against that of the normal ones sent
+// in the same span, in a sequential test (Wald's) of two hypotheses: the
+// reads' own (the low share as high as the normal one) and load (the share
+// over the background halved). Load is decided at odds of Confidence (19 to
+// 1); the reads' own at odds of Confidence^1.6 (about 110 to 1) and after two
+// dips at least, because a replica that dipped alone (its fleet not
+// suspecting yet, a late joiner) sees the same share whatever it sends, and
+// the engine's load taken for the reads' own would be charged to them. A
+// trial whose dips shed more than the calls beside them, beyond chance, saw
+// the engine's load grow under it (a fleet's slow start) and starts again;
+// one undecided after MaxDips (16) ends. A verdict stands for Standing
+// (30s), then the engine is tried again if the sheds go on.
+//
+// # Verdicts
+//
+//   - Shedding: a verdict of load stands, or the engine refuses most of what
+//     it is sent (OverloadShare, 50%, beyond chance) and no trial found that
+//     the reads' own. A shed then is the engine's: its read is not charged,
+//     and the limit comes down on it (Feedback.Decrease).
+//   - Overloaded: shedding, or a queue in the latency (below). The retry
+//     budget binds.
+//   - Pause: Retry-After is always the floor of its own read's delay
+//     (package retry). The whole replica pauses only when the engine refuses
+//     most of what it is sent and a trial found that it does so whatever the
+//     replica sends (or the replica cannot dip): the longest wait asked
+//     within Quiet, clamped to MaxPause (retry.max_server_wait), jittered up
+//     to half as much again. An engine that refuses most because the fleet
+//     overloads it gets a lower limit instead; a few reads throttled pause
+//     nothing. What it refused before a pause is forgotten at it.
+//   - Serving: the engine is silent when it has failed every call sent for
+//     Quiet (1s, or four latency baselines if longer) without answering one;
+//     a call sent before its last answer says nothing of it. The breaker
+//     opens only on a silent engine, so quick refusals of an engine that
+//     serves others never open it, and the replica's first calls, or those
+//     after its own pause, get the benefit of the doubt for Quiet.
+//   - Down, for one read: since the engine last answered a call, the first
+//     attempts of more other reads failed than chance explains given the
+//     share of first attempts that failed before (the fewest whose run has
+//     odds under 1 in 10,000: two for a healthy engine, seven where a quarter
+//     of the reads fail on their own; never, where more than about half do).
+//     A read whose last attempt fails then is not exhausted by it: its
+//     failure cannot be told from an outage the breaker has not judged yet.
+//
+// # A queue
 //
 // A queue shows as latency that answers to load. Latencies of answered calls
 // are gathered into rounds of at least MinSamples calls lasting at least two
@@ -42,35 +92,16 @@
 // follows the medians slowly (a time constant of BaselineWindow, four times
 // faster down than up). A round is queued when its median is above Tolerance
 // (1.5) times the baseline and at least MinRise (2ms) above it; three queued
-// rounds in a row lasting QueueFor (500ms) or more are a queue (three
-// rounds, however short, only stop the limit growing). A latency that merely spreads (the same
-// distribution at 1 call and at 32) moves neither the median nor the
-// baseline, and a slow tail does not move a median at all: unlike the
-// least latency of a window, which a spread drags down, the median of
-// a round compares like with like.
+// rounds in a row lasting QueueFor (500ms) or more are a queue (three rounds,
+// however short, only stop the limit growing). A latency that merely spreads
+// (the same distribution at 1 call and at 32) moves neither the median nor
+// the baseline, and a slow tail does not move a median at all.
 //
-// Serving: at least ServingShare (10%) of the weight over Window was
-// answered, and a call was answered within four baselines (100ms at
-// least). A shed then is load or the read's own, never an outage: the
-// breaker does not count it.
-//
-// Down, for one read: another read's first attempt failed within Window
-// after the engine had answered no one for four baselines (100ms at least),
-// and nothing was answered since. A read whose last attempt fails then is
-// not exhausted by it: its failure cannot be told from the outage, which
-// the breaker may not have seen enough fresh reads to judge yet.
-//
-// Retry-After is always the floor of its own read's delay (package retry).
-// The View turns it into a pause of the whole replica only when the engine
-// throttles broadly: ThrottleReads (3) distinct reads carried it within
-// Window, on at least ThrottleShare (3%) of the calls' weight, while the
-// engine is overloaded. The pause is the largest wait asked
-// for, clamped to MaxPause (retry.max_server_wait) and jittered up to half as
-// much again, never past MaxPause.
-//
-// Every window runs on the monotonic clock of Options.Clock: a step of the
-// wall clock neither empties one nor keeps stale buckets in it.
+// Every window runs on the monotonic clock of Options.Clock; only the dips'
+// multiples are read off its wall clock, so that replicas on different
+// machines dip together.
 //
 // A View is safe for concurrent use. It keeps no goroutine and no timer:
-// verdicts are computed from the clock at the time they are asked for.
+// verdicts are computed from the clock at the time they are asked for, and a
+// dip is carried out by the limiter (package limit) it is handed to.
 package engine

@@ -20,8 +20,8 @@ const (
 	// and found the read at fault. Its latency is a sample.
 	Refused
 	// Shed: a 503 or 429, a timeout, an engine that could not be reached
-	// (a refused or reset connection, a 502 or 504): a sign of overload when
-	// it is broad.
+	// (a refused or reset connection, a 502 or 504): a refusal that may be
+	// the engine's load, or the read's own.
 	Shed
 	// Failed: another transient failure (a 500, a redirect, a panic of
 	// ours): the read's own, no sign of load.
@@ -40,9 +40,15 @@ type Call struct {
 	Answer     Answer
 	Latency    time.Duration
 	RetryAfter time.Duration // what the engine asked for, 0 if it did not
-	// Quota: the shed was a 429, a quota of the caller (an account over
-	// its rate): never taken for a fast load shed, however fast.
-	Quota bool
+	// Low: the call was sent during a dip (Feedback.Dip), the replica
+	// holding its calls in flight at half its limit.
+	Low bool
+}
+
+// Dip asks the replica to hold its calls in flight at half its limit for
+// For, In from now; the calls sent meanwhile are reported Low.
+type Dip struct {
+	In, For time.Duration
 }
 
 // Feedback is what one call means for the replica.
@@ -53,10 +59,18 @@ type Feedback struct {
 	// Hold: the latency rises (three rounds in a row, however short); the
 	// limit must not grow.
 	Hold bool
+	// Decrease: the call was shed by an overloaded engine: the limit comes
+	// down.
+	Decrease bool
+	// Dip, when For is positive, is a dip of a trial to carry out.
+	Dip Dip
+	// Judged, when not Undecided, is the verdict this call's evidence
+	// reached.
+	Judged Judgement
 	// Overloaded is the verdict after the call.
 	Overloaded bool
 	// Pause, when positive, is how long the whole replica should wait: the
-	// engine throttles broadly.
+	// engine refuses most calls and asks to be left alone.
 	Pause time.Duration
 	// ShedShare, Latency and Baseline are the View's state after the call,
 	// as Snapshot has them.
@@ -66,16 +80,35 @@ type Feedback struct {
 
 // Options configures a View. The zero value takes every default.
 type Options struct {
-	Window        time.Duration // of the shed shares and of throttling (default 2s)
-	MinWeight     float64       // weight of calls in Window before a share counts (default 10: ten first attempts)
-	ShedShare     float64       // shed share past which, beyond chance, a shed is the engine's, not the read's (default 0.3)
-	OverloadShare float64       // shed share past which the engine is overloaded (default 0.5)
-	ServingShare  float64       // answered share at which a shed is no outage (default 0.1)
-	// FastShare is the share of calls shed fast (answered in under half the
-	// latency baseline, beyond the share of answered calls that quick:
-	// refused before any work was done, as a load shedder does) past which
-	// the engine is overloaded (default 0.05).
-	FastShare float64
+	// Calls is how many first attempts the shares are judged over (default
+	// 128); MaxAge forgets older ones (default 1m); MinCalls is the least
+	// that says anything (default 10).
+	Calls    int
+	MaxAge   time.Duration
+	MinCalls int
+	// OverloadShare is the shed share, beyond chance, past which the engine
+	// refuses most of what it is sent (default 0.5): the replica pauses when
+	// asked to (Retry-After), and, until a trial finds the sheds the reads'
+	// own, the engine is overloaded.
+	OverloadShare float64
+
+	// Dips: while a trial runs, dips start on wall-clock multiples of
+	// DipEvery (default 250ms) and last DipFor (default 100ms), or two
+	// latency baselines if longer; a trial that has not decided after
+	// MaxDips (default 16) starts again. Confidence is the odds a trial
+	// decides at (default 19). A verdict stands for Standing (default 30s),
+	// then is tried again if the sheds go on. NoDips: the replica cannot
+	// dip (no adaptive limit): no trial runs.
+	DipEvery, DipFor time.Duration
+	MaxDips          int
+	Confidence       float64
+	Standing         time.Duration
+	NoDips           bool
+
+	// Quiet is how long the engine must have failed calls without
+	// answering any before it is judged to serve no one (default 1s, or
+	// four latency baselines if longer).
+	Quiet time.Duration
 
 	Tolerance      float64       // a round's median over the baseline that is a queue (default 1.5)
 	MinRise        time.Duration // and by at least this much (default 2ms)
@@ -86,37 +119,42 @@ type Options struct {
 	// a busy CPU) lift a few rounds, an engine's queue lasts.
 	QueueFor time.Duration
 
-	ThrottleReads int // distinct reads with Retry-After in Window for a pause (default 3)
-	// ThrottleShare is the share of the calls' weight over Window shed with
-	// a Retry-After, beside ThrottleReads, for a pause (default 0.03): an
-	// engine that adds Retry-After to a few of its sheds throttles single
-	// reads, not the replica (the bench's capacity engine, Retry-After on a
-	// fifth of its sheds, paused one replica into 0.52 of its capacity).
-	ThrottleShare float64
-	MaxPause      time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
+	MaxPause time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
 
 	Rand  retry.Source // jitter of pauses (default: seeded from the clock)
-	Clock clock.Clock  // its monotonic clock times every window (default clock.System())
+	Clock clock.Clock  // its monotonic clock times every window, its wall clock the dips (default clock.System())
 }
 
 func (o *Options) defaults() error {
-	if o.Window <= 0 {
-		o.Window = 2 * time.Second
+	if o.Calls <= 0 {
+		o.Calls = 128
 	}
-	if o.MinWeight <= 0 {
-		o.MinWeight = 10
+	if o.MaxAge <= 0 {
+		o.MaxAge = time.Minute
 	}
-	if o.ShedShare == 0 {
-		o.ShedShare = 0.3
+	if o.MinCalls <= 0 {
+		o.MinCalls = 10
 	}
 	if o.OverloadShare == 0 {
 		o.OverloadShare = 0.5
 	}
-	if o.ServingShare == 0 {
-		o.ServingShare = 0.1
+	if o.DipEvery <= 0 {
+		o.DipEvery = 250 * time.Millisecond
 	}
-	if o.FastShare == 0 {
-		o.FastShare = 0.05
+	if o.DipFor <= 0 {
+		o.DipFor = 100 * time.Millisecond
+	}
+	if o.MaxDips <= 0 {
+		o.MaxDips = 16
+	}
+	if o.Confidence == 0 {
+		o.Confidence = 19
+	}
+	if o.Standing <= 0 {
+		o.Standing = 30 * time.Second
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = time.Second
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = 1.5
@@ -133,19 +171,13 @@ func (o *Options) defaults() error {
 	if o.QueueFor <= 0 {
 		o.QueueFor = 500 * time.Millisecond
 	}
-	if o.ThrottleReads <= 0 {
-		o.ThrottleReads = 3
-	}
-	if o.ThrottleShare == 0 {
-		o.ThrottleShare = 0.03
-	}
 	switch {
-	case o.ShedShare <= 0 || o.ShedShare > 1 || o.OverloadShare < o.ShedShare || o.OverloadShare > 1:
-		return fmt.Errorf("engine: shed share (%v) and overload share (%v) must satisfy 0 < shed <= overload <= 1", o.ShedShare, o.OverloadShare)
-	case o.ThrottleShare < 0 || o.ThrottleShare > 1:
-		return fmt.Errorf("engine: throttle share (%v) must be in [0, 1]", o.ThrottleShare)
-	case o.FastShare < 0 || o.FastShare > 1:
-		return fmt.Errorf("engine: fast share (%v) must be in [0, 1]", o.FastShare)
+	case o.OverloadShare <= 0 || o.OverloadShare > 1:
+		return fmt.Errorf("engine: overload share (%v) must be in (0, 1]", o.OverloadShare)
+	case o.Confidence <= 1:
+		return fmt.Errorf("engine: confidence (%v) must be > 1", o.Confidence)
+	case o.MinCalls > o.Calls:
+		return fmt.Errorf("engine: min calls (%d) must be <= calls (%d)", o.MinCalls, o.Calls)
 	case o.Tolerance <= 1:
 		return fmt.Errorf("engine: tolerance (%v) must be > 1", o.Tolerance)
 	case o.MaxPause < 0:
@@ -164,13 +196,20 @@ func (o *Options) defaults() error {
 type View struct {
 	o Options
 
-	mu       sync.Mutex
-	shares   shares
-	quick    share         // of the answered calls answered quickly
-	answered time.Duration // when a call was last answered (monotonic; 0: never)
-	quiet    [2]quietFail  // the last two reads whose first attempt failed in a quiet
-	latency  rounds
-	throttle throttle
+	mu      sync.Mutex
+	fresh   fresh
+	trial   trial
+	verdict verdict
+	silence silence
+	latency rounds
+	retry   retryAfters
+}
+
+// verdict is the last judgement a trial reached.
+type verdict struct {
+	is         Judgement
+	at         time.Duration // monotonic
+	background float64       // Own: the share shed that is the reads' own
 }
 
 // New builds a View.
@@ -178,36 +217,8 @@ func New(o Options) (*View, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &View{o: o, shares: shares{window: o.Window},
-		latency:  rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise, span: o.QueueFor},
-		throttle: throttle{window: o.Window, reads: o.ThrottleReads}}, nil
-}
-
-// share is a running share of a yes/no over the last calls (about 256).
-type share struct {
-	p float64
-	n int
-}
-
-func (s *share) add(yes bool) {
-	s.n = min(s.n+1, 256)
-	x := 0.0
-	if yes {
-		x = 1
-	}
-	s.p += (x - s.p) / float64(s.n)
-}
-
-// quietFail is a read whose first attempt failed after the engine had
-// answered no one for a while (its quiet).
-type quietFail struct {
-	read uint64
-	at   time.Duration // monotonic; 0: none
-}
-
-// weight is what a call of a read that failed f times before counts for.
-func weight(f uint64) float64 {
-	return 1 / float64(uint64(1)<<min(f, 30))
+	return &View{o: o, fresh: newFresh(o.Calls, o.MaxAge),
+		latency: rounds{min: o.MinSamples, window: o.BaselineWindow, tolerance: o.Tolerance, rise: o.MinRise, span: o.QueueFor}}, nil
 }
 
 // Observe learns from one call and says what it means.
@@ -218,66 +229,173 @@ func (v *View) Observe(c Call) Feedback {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
-	quick := v.latency.baseline > 0 && c.Latency < v.latency.baseline/2
-	served := c.Answer == Served || c.Answer == Refused
-	if served {
-		v.quick.add(quick)
-		v.answered = now
-	}
-	if c.Failures == 0 && (c.Answer == Shed || c.Answer == Failed) && (v.answered == 0 || now-v.answered >= v.quietFor()) {
-		if v.quiet[0].read != c.Read {
-			v.quiet[1] = v.quiet[0]
-		}
-		v.quiet[0] = quietFail{read: c.Read, at: max(now, 1)}
-	}
-	v.shares.add(now, call{w: weight(c.Failures), shed: c.Answer == Shed, quick: quick && !c.Quota, served: served,
-		retryAfter: c.RetryAfter > 0})
+	shed, failed := c.Answer == Shed, c.Answer == Shed || c.Answer == Failed
 	var fb Feedback
 	if c.Answer == Served || c.Answer == Refused {
+		v.silence.answer(now, v.freshFailShare(now))
 		fb.Queued = v.latency.add(now, c.Latency)
+	} else {
+		v.silence.fail(now, now-c.Latency, c.Read, c.Failures == 0)
 	}
+	if c.Failures == 0 {
+		v.fresh.add(now, shed, failed)
+		fb.Judged = v.judge(now, c.Low, shed)
+	}
+	fb.Dip = v.dip(now)
 	fb.Hold = v.latency.rising()
-	raw, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p) // once per call: it sums the window
-	fb.ShedShare = raw
-	fb.Overloaded = v.shedsOverload(loadsOf(raw, fast, ok, retries)) || v.queued(now)
+	n, s := v.fresh.counts(now)
+	if n > 0 {
+		fb.ShedShare = float64(s) / float64(n)
+	}
+	fb.Overloaded = v.overloaded(now)
+	fb.Decrease = shed && v.shedding(now)
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
-	if c.Answer == Shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
-		wait := v.throttle.add(now, c.Read, min(c.RetryAfter, v.o.MaxPause))
-		share, ok := v.shares.throttled(now, v.o.MinWeight)
-		if wait > 0 && fb.Overloaded && ok && share >= v.o.ThrottleShare && now >= v.throttle.until {
+	if shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
+		wait := v.retry.add(now, min(c.RetryAfter, v.o.MaxPause), v.o.Quiet)
+		if v.refusesMost(now) && v.stillRefused(now) && now >= v.retry.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
-			v.throttle.until = now + fb.Pause
+			v.retry.until = now + fb.Pause
+			v.fresh.reset() // what it refused before the pause says nothing of after it
 		}
 	}
 	return fb
 }
 
-// loads is the shed and fast-shed shares over Window. Where retries are
-// most of the weight, only fast sheds count: retries are the reads chosen
-// by their own failures (at the end of a backlog the reads that always
-// fail are all that is left), and only a refusal before any work says
-// that the engine, not the read, turned them away. Locked.
-func (v *View) loads(now time.Duration) (shed, fast float64, ok bool) {
-	return loadsOf(v.shares.share(now, v.o.MinWeight, v.quick.p))
+// judge runs the trial with a first attempt answered now, starting one
+// when the sheds are suspect, and returns the verdict reached, if any.
+// Locked.
+func (v *View) judge(now time.Duration, low, shed bool) Judgement {
+	if v.o.NoDips {
+		return Undecided
+	}
+	if !v.trial.on {
+		if !v.suspect(now, false) {
+			return Undecided
+		}
+		v.trial.start(now)
+		return Undecided
+	}
+	v.trial.add(low, shed)
+	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
+	if v.trial.low < v.o.MinCalls || v.trial.normal < v.o.MinCalls {
+		odds = 0 // too little of either to set them against each other
+	} else if v.trial.rising() {
+		// More shed in the dips than outside them, beyond chance: the
+		// engine's load grew under the trial (the fleet's slow start, an
+		// engine slowing down), which neither hypothesis is. Start again.
+		v.trial.start(now)
+		return Undecided
+	}
+	switch {
+	case odds >= bound:
+		v.verdict = verdict{is: Load, at: now}
+	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor:
+		// The reads' own needs more: a replica that dipped alone (its fleet
+		// not suspecting yet, or at its least limit already) sees the same
+		// share whatever the load, and taken for the reads' own, the
+		// engine's load would be charged to them.
+		v.verdict = verdict{is: Own, at: now, background: v.trial.share(true)}
+	default:
+		if v.trial.dips >= v.o.MaxDips && now >= v.trial.dipEnd {
+			v.trial.on = false // undecided: the next suspicion starts again
+		}
+		return Undecided
+	}
+	v.trial.on = false
+	return v.verdict.is
 }
 
-// loadsOf is loads from the window's shares.
-func loadsOf(shed, fast float64, ok, retries bool) (float64, float64, bool) {
-	if retries {
-		shed = fast
+// ownOdds is how many times the odds a verdict of load needs a verdict of
+// the reads' own needs, on the log scale (19 to 1 against 19^1.6 to 1,
+// about 110 to 1).
+const ownOdds = 1.6
+
+// suspect reports sheds beyond the background, beyond chance, on enough
+// evidence, while no standing verdict of load explains them (unless
+// anyway: for the dips, which go on while the sheds do). Locked.
+func (v *View) suspect(now time.Duration, anyway bool) bool {
+	if !anyway && v.verdict.is == Load && now-v.verdict.at < v.o.Standing {
+		return false
 	}
-	return shed, fast, ok
+	n, s := v.fresh.counts(now)
+	if n < v.o.MinCalls || s < 2 {
+		return false
+	}
+	b := v.background(now)
+	z := 2.0
+	if b > 0 {
+		// Over a background found, a sliding window crosses two standard
+		// deviations every few seconds by chance; each crossing is a dip.
+		z = 3
+	}
+	return float64(s)/float64(n)-b > z*sigma(b, n)
+}
+
+// background is the share shed that a standing verdict found the reads'
+// own. Locked.
+func (v *View) background(now time.Duration) float64 {
+	if v.verdict.is == Own && now-v.verdict.at < v.o.Standing {
+		return v.verdict.background
+	}
+	return 0
+}
+
+// dip asks for the next dip when none is pending, while a trial runs or
+// the sheds are suspect: every replica that sees the engine shed beyond
+// its background dips on the same wall-clock multiples, whether or not it
+// is trying the engine itself, so that the fleet sends less together and a
+// replica's trial sees what its fleet's load does. A dip to half a limit
+// that the engine's servers still fill costs no goodput. Locked.
+func (v *View) dip(now time.Duration) Dip {
+	t := &v.trial
+	if now < t.dipEnd || (t.on && t.dips >= v.o.MaxDips) || v.o.NoDips || !(t.on || v.suspect(now, true)) {
+		return Dip{}
+	}
+	in := nextDip(v.o.Clock.Now(), v.o.DipEvery)
+	d := Dip{In: in, For: max(v.o.DipFor, 2*v.latency.baseline)}
+	t.dips++
+	t.dipEnd = now + d.In + d.For
+	return d
+}
+
+// shedding reports a verdict of load that stands (or is being tried
+// again), or an engine refusing most of what it is sent that no trial has
+// found at fault for the reads. Locked.
+func (v *View) shedding(now time.Duration) bool {
+	switch v.verdict.is {
+	case Load:
+		return now-v.verdict.at < v.o.Standing || v.trial.on
+	case Own:
+		if now-v.verdict.at < v.o.Standing || v.trial.on {
+			return false
+		}
+	}
+	return v.refusesMost(now)
+}
+
+// stillRefused reports that the engine refuses as much when the replica
+// sends less: a trial found its sheds the reads' own (they do not move
+// with the load), or the replica cannot dip to find out. A pause is for an
+// engine that refuses the replica whatever it sends; one that sheds what
+// the fleet sends beyond its capacity gets a lower limit instead. Locked.
+func (v *View) stillRefused(now time.Duration) bool {
+	return v.o.NoDips || (v.verdict.is == Own && now-v.verdict.at < v.o.Standing)
+}
+
+// refusesMost reports at least OverloadShare of the window's first
+// attempts shed, beyond chance, on enough evidence. Locked.
+func (v *View) refusesMost(now time.Duration) bool {
+	n, s := v.fresh.counts(now)
+	if n < v.o.MinCalls {
+		return false
+	}
+	p := float64(s) / float64(n)
+	return p-2*sigma(p, n) >= v.o.OverloadShare
 }
 
 // overloaded is the verdict at now. Locked.
 func (v *View) overloaded(now time.Duration) bool {
-	return v.shedsOverload(v.loads(now)) || v.queued(now)
-}
-
-// shedsOverload is the part of the verdict the loads give: at least
-// OverloadShare shed, or FastShare shed fast.
-func (v *View) shedsOverload(shed, fast float64, ok bool) bool {
-	return ok && (shed >= v.o.OverloadShare || fast >= v.o.FastShare)
+	return v.shedding(now) || v.queued(now)
 }
 
 // queued reports a queue in the latency that is still the engine's: it
@@ -285,105 +403,75 @@ func (v *View) shedsOverload(shed, fast float64, ok bool) bool {
 // baselines (100ms at least) or two of the last round's medians. Rounds
 // close on answered calls only, so without this an engine that stopped
 // answering (the end of a backlog, where only the reads that always fail
-// are left) would be judged on the last queue it showed, however old, and
-// every read's own failure would be taken for its load. Locked.
+// are left) would be judged on the last queue it showed. Locked.
 func (v *View) queued(now time.Duration) bool {
-	fresh := max(v.quietFor(), 2*v.latency.last)
-	return v.latency.queued(now) && v.answered != 0 && now-v.answered <= fresh
+	fresh := max(4*v.latency.baseline, 100*time.Millisecond, 2*v.latency.last)
+	a := v.silence.answered
+	return v.latency.queued(now) && a != 0 && now-a <= fresh
 }
 
-// Overloaded reports whether the engine is overloaded: at least
-// OverloadShare of the calls' weight shed over Window, or FastShare shed
-// fast (only fast sheds count where retries are most of the weight); or
-// its latency shows a queue.
+// freshFailShare is the share of the window's first attempts that failed
+// (0 without any). Locked.
+func (v *View) freshFailShare(now time.Duration) float64 {
+	p, _ := v.fresh.failShare(now)
+	return p
+}
+
+// Overloaded reports whether the engine is overloaded: a trial found its
+// sheds move with the load (or it refuses most of what it is sent, and no
+// trial found that the reads' own), or its latency shows a queue. The limit
+// comes down, the retry budget binds.
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.overloaded(v.o.Clock.Mono())
 }
 
-// Shedding reports whether the engine sheds broadly, so that a shed says
-// nothing about its read: at least ShedShare of the calls' weight shed over
-// Window beyond chance (only fast sheds count where retries are most of the
-// weight), or the engine overloaded.
-//
-// Beyond chance: the share less two standard deviations of a share drawn
-// from as much weight. Where a fifth of the reads fail on their own, the
-// first dozen calls answered (the weight just past MinWeight, as a run
-// starts) are a third sheds often enough, the more so as a 503 is answered
-// sooner than a 200 of an engine whose latency spreads: the bench's long
-// tail credited 1 and 3 such sheds in two runs, each a read's own failure taken
-// for the engine's. A broad shed of many calls is past the margin at once.
+// Shedding reports whether a shed is the engine's load rather than the
+// read's own: a trial found the engine's sheds move with the load the fleet
+// sends, or it refuses most of what it is sent and no trial found that the
+// reads' own. Its read is not charged for it.
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Clock.Mono()
-	shed, fast, ok, retries := v.shares.share(now, v.o.MinWeight, v.quick.p)
-	if !retries { // among retries the fast share decides, chance taken out already
-		shed = beyondChance(shed, v.shares.weight(now))
-	}
-	shed, _, ok = loadsOf(shed, fast, ok, retries)
-	return (ok && shed >= v.o.ShedShare) || v.overloaded(now)
+	return v.shedding(v.o.Clock.Mono())
 }
 
-// beyondChance is share less two standard deviations of a share of weight
-// w. The calls weigh at most 1 each, so share*(1-share)/w bounds the
-// variance of their weighted share from above.
-func beyondChance(share, w float64) float64 {
-	if w <= 0 {
-		return 0
-	}
-	return share - 2*math.Sqrt(share*(1-share)/w)
-}
-
-// Serving reports whether the engine answers others while it sheds: at
-// least ServingShare of the calls' weight over Window was answered (2xx, or
-// a permanent answer), and a call was answered within the last four latency
-// baselines (at least 100ms), so that an engine that has just gone down is
-// not taken for serving on the strength of its last seconds. A shed then is
-// its load, or the read's own, never an outage: the breaker is for an
-// engine that serves no one.
+// Serving reports whether the engine may be serving anyone: it is not
+// silent, having failed every call sent for Quiet (four latency baselines,
+// if longer) without answering one. A shed then is its load, or the read's
+// own, never an outage: the breaker is for an engine that serves no one.
+// Before the replica has been failed for that long (its first calls, the
+// calls after its own pause), the engine has the benefit of the doubt.
 func (v *View) Serving() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Clock.Mono()
-	if v.answered == 0 || now-v.answered > max(4*v.latency.baseline, 100*time.Millisecond) {
-		return false
-	}
-	share, ok := v.shares.served(now, v.o.MinWeight)
-	return ok && share >= v.o.ServingShare
-}
-
-// quietFor is how long the engine must have answered no one before a
-// fresh read's failure says it is down: four latency baselines, at least
-// 100ms. Locked.
-func (v *View) quietFor() time.Duration {
-	return max(4*v.latency.baseline, 100*time.Millisecond)
+	return !v.silence.silent(v.o.Clock.Mono(), max(v.o.Quiet, 4*v.latency.baseline))
 }
 
 // Down reports whether, as far as read r can tell, the engine serves no
-// one: another read's first attempt failed within Window, after the engine
-// had answered no one for four latency baselines (100ms at least), and
-// nothing was answered since. A read whose last attempt fails then cannot
-// be told from the outage (an engine down from the start, before the
-// breaker has seen enough fresh reads to open): its failure is not its own.
-// A read that fails alone, or while others are answered, is not helped.
+// one: since it last answered a call, the first attempts of more other
+// reads failed than chance explains, given the share of first attempts
+// that failed before (k of them, the fewest whose run has odds under 1 in
+// 10,000 at that share; two at least). A read whose last attempt fails
+// then cannot be told from the outage (an engine down from the start,
+// before the breaker has seen enough to open): its failure is not its
+// own. A read that fails alone, or while others are answered, is not
+// helped; nor is one failing beside the usual run of its peers' own
+// failures, however slowly the replica calls.
 func (v *View) Down(r uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.o.Clock.Mono()
-	for _, q := range v.quiet {
-		if q.at != 0 && q.read != r && q.at > v.answered && now-q.at <= v.o.Window {
-			return true
-		}
-	}
-	return false
+	return v.silence.down(r)
 }
 
 // Snapshot is the View's state, for metrics and logs.
 type Snapshot struct {
-	ShedShare  float64       // over Window (0 with too little weight)
-	Latency    time.Duration // median of the last round
+	ShedShare  float64 // of the window's first attempts
+	Verdict    Judgement
+	Background float64 // the share shed found the reads' own
+	Trial      bool    // a trial runs
+	Latency    time.Duration
 	Baseline   time.Duration
 	Queued     bool
 	Overloaded bool
@@ -394,7 +482,11 @@ func (v *View) Snapshot() Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
-	share, _, _, _ := v.shares.share(now, v.o.MinWeight, v.quick.p)
-	return Snapshot{ShedShare: share, Latency: v.latency.last, Baseline: v.latency.baseline,
-		Queued: v.queued(now), Overloaded: v.overloaded(now)}
+	n, s := v.fresh.counts(now)
+	sn := Snapshot{Verdict: v.verdict.is, Background: v.background(now), Trial: v.trial.on,
+		Latency: v.latency.last, Baseline: v.latency.baseline, Queued: v.queued(now), Overloaded: v.overloaded(now)}
+	if n > 0 {
+		sn.ShedShare = float64(s) / float64(n)
+	}
+	return sn
 }

@@ -156,248 +156,46 @@ func TestABriefRiseIsNoQueue(t *testing.T) {
 	assert.False(t, v.Overloaded())
 }
 
-// mix feeds 100 reads a round: once of them are shed on their first call
-// and served on the next; always of them are shed on their first call and
-// on again calls after it.
-func mix(v *engine.View, c *clock, rounds, once, always int, again uint64) {
-	read := uint64(0)
-	served := func(f uint64) {
-		v.Observe(engine.Call{Read: read, Failures: f, Answer: engine.Served, Latency: 10 * time.Millisecond})
-	}
-	for range rounds {
-		for i := range 100 {
-			read++
-			c.advance(time.Millisecond)
-			switch {
-			case i < once:
-				v.Observe(engine.Call{Read: read, Answer: engine.Shed, Latency: 10 * time.Millisecond})
-				served(1)
-			case i < once+always:
-				v.Observe(engine.Call{Read: read, Answer: engine.Shed, Latency: 10 * time.Millisecond})
-				for f := range again {
-					v.Observe(engine.Call{Read: read, Failures: f + 1, Answer: engine.Shed, Latency: 10 * time.Millisecond})
-				}
-			default:
-				served(0)
-			}
-		}
-	}
-}
-
-// Sheds are judged across many reads: each call weighs 2^-(its read's
-// earlier failures), so a few reads failing again and again weigh little.
-func TestShedsAreJudgedAcrossReads(t *testing.T) {
-	tests := []struct {
-		name                 string
-		once, always         int
-		again                uint64
-		shedding, overloaded bool
-	}{
-		{"a fifth of the reads shed once", 20, 0, 0, false, false},
-		{"18% shed once, 5% always (5 calls again each)", 18, 5, 5, false, false},
-		{"10% always shed (5 calls again each)", 0, 10, 5, false, false},
-		{"35% shed once", 35, 0, 0, false, false},
-		{"every call shed", 0, 100, 3, true, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, c := newView(t, engine.Options{})
-			mix(v, c, 40, tt.once, tt.always, tt.again)
-			assert.Equal(t, tt.shedding, v.Shedding(), "shedding, share %.2f", v.Snapshot().ShedShare)
-			assert.Equal(t, tt.overloaded, v.Overloaded(), "overloaded")
-		})
-	}
-}
-
-// An engine that fails calls at random, whatever the read, after working on
-// them: the share is its rate, retries included.
-func TestRandomShedsAreTheEngines(t *testing.T) {
-	for _, tt := range []struct {
-		p                    float64
-		shedding, overloaded bool
-	}{{0.1, false, false}, {0.4, true, false}, {0.6, true, true}} {
-		v, c := newView(t, engine.Options{})
-		r := rand.New(rand.NewPCG(3, 4))
-		for read := range uint64(4000) {
-			for f := uint64(0); ; f++ {
-				c.advance(100 * time.Microsecond)
-				if r.Float64() >= tt.p {
-					v.Observe(engine.Call{Read: read, Failures: f, Answer: engine.Served, Latency: 10 * time.Millisecond})
-					break
-				}
-				v.Observe(engine.Call{Read: read, Failures: f, Answer: engine.Shed, Latency: 10 * time.Millisecond})
-			}
-		}
-		assert.Equal(t, tt.shedding, v.Shedding(), "shedding at %v, share %.2f", tt.p, v.Snapshot().ShedShare)
-		assert.Equal(t, tt.overloaded, v.Overloaded(), "overloaded at %v", tt.p)
-	}
-}
-
-// Too few calls say nothing.
-func TestAFewShedsAreNoVerdict(t *testing.T) {
-	v, c := newView(t, engine.Options{})
-	for i := range 9 {
-		c.advance(time.Millisecond)
-		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed})
-	}
-	assert.False(t, v.Shedding())
-	c.advance(3 * time.Second)
-	for i := range 20 {
-		c.advance(time.Millisecond)
-		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed})
-	}
-	assert.True(t, v.Overloaded())
-	c.advance(3 * time.Second)
-	assert.False(t, v.Overloaded(), "the window has passed")
-}
-
-// Retry-After pauses the replica only when the engine throttles broadly:
-// several distinct reads, and 3% of the weight, within the window
-// while it is overloaded. The
-// pause is the longest wait asked, clamped to MaxPause, jittered up to half
-// as much again, never past MaxPause.
-func TestRetryAfterPausesOnlyABroadThrottle(t *testing.T) {
-	const maxPause = 5 * time.Minute
-	throttled := func(v *engine.View, read uint64, ra time.Duration) engine.Feedback {
-		return v.Observe(engine.Call{Read: read, Answer: engine.Shed, RetryAfter: ra, Quota: true})
-	}
-	t.Run("one read throttled for a day, among served reads", func(t *testing.T) {
-		v, c := newView(t, engine.Options{MaxPause: maxPause})
-		mix(v, c, 5, 0, 0, 0)
-		for range 5 {
-			c.advance(time.Millisecond)
-			assert.Zero(t, throttled(v, 1, 24*time.Hour).Pause)
-		}
-	})
-	t.Run("one read in four throttled", func(t *testing.T) {
-		v, c := newView(t, engine.Options{MaxPause: maxPause})
-		for i := range 400 {
-			c.advance(time.Millisecond)
-			if i%4 == 0 {
-				assert.Zero(t, throttled(v, uint64(i), 2*time.Second).Pause)
-				continue
-			}
-			v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 10 * time.Millisecond})
-		}
-	})
-	t.Run("every read throttled", func(t *testing.T) {
-		v, c := newView(t, engine.Options{MaxPause: maxPause, Rand: retry.NewRand(9)})
-		var pauses []time.Duration
-		for i := range 40 {
-			c.advance(time.Millisecond)
-			if p := throttled(v, uint64(i), 2*time.Second).Pause; p > 0 {
-				pauses = append(pauses, p)
-			}
-		}
-		want := 2*time.Second + time.Duration(retry.NewRand(9).Int64N(int64(time.Second)+1))
-		assert.Equal(t, []time.Duration{want}, pauses, "one pause, the seed's jitter; none again while it lasts")
-	})
-	t.Run("an overloaded engine with Retry-After on a few of its sheds", func(t *testing.T) {
-		// The bench's capacity engine: Retry-After on a fifth of its sheds,
-		// which are 5-8% of one replica's calls. Here 60% are shed, one in
-		// 40 of them with a Retry-After: 1.5% of the weight, under the 3%
-		// of ThrottleShare, though from many distinct reads.
-		for _, tt := range []struct {
-			every int // one shed in every is throttled
-			pause bool
-		}{{40, false}, {1, true}} {
-			v, c := newView(t, engine.Options{MaxPause: maxPause})
-			paused := false
-			for i := range 1000 {
-				c.advance(time.Millisecond)
-				switch {
-				case i%5 >= 3:
-					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 10 * time.Millisecond})
-				case (i/5*3+i%5+1)%tt.every == 0:
-					fb := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, RetryAfter: time.Second})
-					paused = paused || fb.Pause > 0
-				default:
-					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed})
-				}
-			}
-			assert.True(t, v.Overloaded())
-			assert.Equal(t, tt.pause, paused, "Retry-After on one shed in %d", tt.every)
-		}
-	})
-	t.Run("a day asked for broadly is clamped", func(t *testing.T) {
-		v, c := newView(t, engine.Options{MaxPause: maxPause})
-		var longest time.Duration
-		for i := range 40 {
-			c.advance(time.Millisecond)
-			longest = max(longest, throttled(v, uint64(i), 24*time.Hour).Pause)
-		}
-		assert.Equal(t, maxPause, longest)
-	})
-	t.Run("without MaxPause, never", func(t *testing.T) {
-		v, c := newView(t, engine.Options{})
-		for i := range 40 {
-			c.advance(time.Millisecond)
-			assert.Zero(t, throttled(v, uint64(i), time.Second).Pause)
-		}
-	})
-}
-
 func TestOptionsAreChecked(t *testing.T) {
 	for _, o := range []engine.Options{
-		{ShedShare: 0.6, OverloadShare: 0.5}, {ShedShare: 1.5}, {Tolerance: 0.9}, {MaxPause: -1},
+		{OverloadShare: 1.5}, {Confidence: 0.5}, {Calls: 8, MinCalls: 10}, {Tolerance: 0.9}, {MaxPause: -1},
 	} {
 		_, err := engine.New(o)
 		assert.Error(t, err, "%+v", o)
 	}
 }
 
-// A shed answered at once, before any work, is a load shedder's; a 503
-// that took the engine's usual time is the read's own.
-func TestFastShedsAreLoadSheds(t *testing.T) {
-	for _, tt := range []struct {
-		name       string
-		latency    time.Duration
-		overloaded bool
-	}{{"15% shed at once", 100 * time.Microsecond, true}, {"15% shed after the usual 10ms", 10 * time.Millisecond, false}} {
-		t.Run(tt.name, func(t *testing.T) {
+// TestAWallClockStepMovesNoWindow: the view's windows run on the monotonic
+// clock, and a step of the wall clock moves none of them; a dip is asked
+// for at the next wall-clock multiple of DipEvery, stepped or not, so it
+// is never further off than that.
+func TestAWallClockStepMovesNoWindow(t *testing.T) {
+	for _, step := range []time.Duration{0, -time.Minute, time.Minute + 70*time.Millisecond} {
+		t.Run(step.String(), func(t *testing.T) {
 			v, c := newView(t, engine.Options{})
-			for i := range 2000 {
-				c.advance(500 * time.Microsecond)
-				if i > 200 && i%100 < 15 {
-					v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: tt.latency})
-					continue
+			var dips []engine.Dip
+			for i := range 60 {
+				c.advance(time.Millisecond)
+				if d := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed}).Dip; d.For > 0 {
+					dips = append(dips, d)
 				}
-				v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 10 * time.Millisecond})
 			}
-			assert.Equal(t, tt.overloaded, v.Overloaded())
-			assert.False(t, v.Shedding() && !tt.overloaded, "15% is not broad shedding")
-		})
-	}
-}
-
-// TestAWallClockStepKeepsNoStaleShare: the view's windows run on the
-// monotonic clock. On the wall clock, a step back left the slots of the
-// sheds before it counted until the wall clock caught up: an engine that
-// shed a minute ago, then serves everyone, still looked overloaded.
-func TestAWallClockStepKeepsNoStaleShare(t *testing.T) {
-	tests := []struct {
-		name string
-		step time.Duration
-	}{
-		{"no step", 0},
-		{"back a minute", -time.Minute},
-		{"forward a minute", time.Minute},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, c := newView(t, engine.Options{})
-			for i := range 50 {
-				v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: 5 * time.Millisecond})
-				c.advance(40 * time.Millisecond)
-			}
-			require.True(t, v.Overloaded(), "50 sheds in the window")
-			c.Step(tt.step)
-			c.advance(3 * time.Second) // past the 2s window
-			for i := range 20 {
-				v.Observe(engine.Call{Read: uint64(100 + i), Answer: engine.Served, Latency: 5 * time.Millisecond})
+			require.True(t, v.Overloaded(), "60 sheds of 60: the engine refuses most")
+			c.Step(step)
+			c.advance(300 * time.Millisecond)
+			for i := range 128 {
+				c.advance(time.Millisecond)
+				if d := v.Observe(engine.Call{Read: uint64(100 + i), Answer: engine.Served, Latency: 5 * time.Millisecond}).Dip; d.For > 0 {
+					dips = append(dips, d)
+				}
 			}
 			assert.Zero(t, v.Snapshot().ShedShare, "the sheds are out of the window")
 			assert.False(t, v.Overloaded())
+			require.NotEmpty(t, dips)
+			for _, d := range dips {
+				assert.Less(t, d.In, 250*time.Millisecond)
+				assert.GreaterOrEqual(t, d.In, time.Duration(0))
+			}
 		})
 	}
 }

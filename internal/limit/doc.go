@@ -10,12 +10,13 @@
 // each round trip) until the first sign of overload, then by one per round
 // trip, or per Growth (200ms) where the round trip is shorter: against an
 // engine that answers in milliseconds, one per round trip would have a fleet
-// of R replicas add R calls every few milliseconds and shed as often; a queue in the engine's latency (Queued) multiplies it by Backoff
-// (0.9), a shed while the engine is overloaded (Overloaded) by ShedBackoff
-// (0.5), each at most once per round trip. A read's own failure, or a shed
-// of an engine that is not overloaded, is Ignored: it says nothing of the
-// engine's load. The limit stays within [Min, Max], and grows only while in
-// use.
+// of R replicas add R calls every few milliseconds and shed as often; a
+// queue in the engine's latency (Queued) multiplies it by Backoff (0.9), a
+// shed the engine's view found to be the engine's load (Overloaded) by
+// ShedBackoff (0.5), each at most once per round trip. A read's own
+// failure, or a shed the view has not found to be load, is Ignored: it
+// says nothing of the engine's load. The limit stays within [Min, Max],
+// and grows only while in use.
 //
 // Why AIMD: independent flows that each increase additively and decrease
 // multiplicatively converge to a fair share of a shared bottleneck (Chiu and
@@ -26,7 +27,10 @@
 // Acquire grants slots to retries (reads that failed before) ahead of first
 // attempts, so a retry that is due is never starved by new reads. Pause
 // holds every new call until a time: the engine's view asks for it when the
-// engine throttles broadly (Retry-After from several reads).
+// engine refuses most calls whatever the replica sends, and asks to wait.
+// Dip holds the calls in flight at half the limit for a moment: the view
+// asks for it to see whether the engine sheds less when the fleet sends
+// less; a slot granted during a dip is Low.
 //
 // A Limiter is safe for concurrent use; Acquire blocks until a slot is free
 // or its context ends.

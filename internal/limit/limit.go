@@ -96,20 +96,31 @@ type Limiter struct {
 	full       time.Time     // when the calls in flight last reached the limit
 	decreased  time.Time     // when the limit last went down
 	pauseUntil time.Time
-	retries    list.List   // of *waiter: retries wait ahead of first attempts
-	firsts     list.List   // of *waiter, first come first served
-	resume     *time.Timer // grants when a pause is over
-	onChange   func(limit int)
+	// A dip holds the calls in flight at half the limit from dipFrom to
+	// dipUntil.
+	dipFrom, dipUntil time.Time
+	retries           list.List   // of *waiter: retries wait ahead of first attempts
+	firsts            list.List   // of *waiter, first come first served
+	resume            *time.Timer // grants when a pause is over
+	onChange          func(limit int)
 }
 
 // waiter is an Acquire waiting for a slot; ch is closed when granted.
 type waiter struct {
 	ch      chan struct{}
 	granted bool
+	low     bool // granted during a dip
 }
 
 // Token is a slot taken by Acquire; give it back to Release.
-type Token struct{ start time.Time }
+type Token struct {
+	start time.Time
+	low   bool
+}
+
+// Low reports whether the slot was granted during a dip, the calls in
+// flight held at half the limit.
+func (t Token) Low() bool { return t.low }
 
 // New builds a Limiter.
 func New(o Options) (*Limiter, error) {
@@ -170,6 +181,29 @@ func (l *Limiter) Pause(until time.Time) bool {
 	return true
 }
 
+// Dip holds the calls in flight at half the limit (Min at least) from
+// from until until: the engine's view asks for it to see whether the
+// engine answers differently when the replica sends less. A slot granted
+// meanwhile is Low. A dip asked for while one is pending replaces it.
+func (l *Limiter) Dip(from, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !until.After(from) {
+		return
+	}
+	l.dipFrom, l.dipUntil = from, until
+	if l.resume != nil {
+		l.resume.Stop()
+		l.resume = nil
+	}
+	l.schedule(l.o.Now())
+}
+
+// dipping reports whether now is within the dip. Locked.
+func (l *Limiter) dipping(now time.Time) bool {
+	return !now.Before(l.dipFrom) && now.Before(l.dipUntil)
+}
+
 // Acquire waits for a slot: fewer calls in flight than the limit, and no
 // pause. A retry (a read that failed before) is granted before any first
 // attempt, so that a retry that is due is never starved by new reads;
@@ -180,8 +214,9 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 	now := l.o.Now()
 	if l.retries.Len() == 0 && (retry || l.firsts.Len() == 0) && l.free(now) {
 		l.take(now)
+		low := l.dipping(now)
 		l.mu.Unlock()
-		return Token{start: now}, nil
+		return Token{start: now, low: low}, nil
 	}
 	w := &waiter{ch: make(chan struct{})}
 	q := &l.firsts
@@ -193,7 +228,7 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 	l.mu.Unlock()
 	select {
 	case <-w.ch:
-		return Token{start: l.o.Now()}, nil
+		return Token{start: l.o.Now(), low: w.low}, nil
 	case <-ctx.Done():
 		l.mu.Lock()
 		if w.granted {
@@ -207,9 +242,14 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 	}
 }
 
-// free reports whether a call may start now. Locked.
+// free reports whether a call may start now: no pause, and fewer calls in
+// flight than the limit (half of it during a dip). Locked.
 func (l *Limiter) free(now time.Time) bool {
-	return !now.Before(l.pauseUntil) && l.inFlight < int(l.limit)
+	lim := int(l.limit)
+	if l.dipping(now) {
+		lim = max(l.o.Min, lim/2)
+	}
+	return !now.Before(l.pauseUntil) && l.inFlight < lim
 }
 
 // take counts a call in flight. Locked.
@@ -226,7 +266,7 @@ func (l *Limiter) grant(now time.Time) {
 	for _, q := range []*list.List{&l.retries, &l.firsts} {
 		for q.Len() > 0 && l.free(now) {
 			w := q.Remove(q.Front()).(*waiter)
-			w.granted = true
+			w.granted, w.low = true, l.dipping(now)
 			l.take(now)
 			close(w.ch)
 		}
@@ -234,13 +274,16 @@ func (l *Limiter) grant(now time.Time) {
 	l.schedule(now)
 }
 
-// schedule makes sure waiters held by a pause are granted when it is over;
-// now is the caller's reading of the clock. Locked.
+// schedule makes sure waiters held by a pause or a dip are granted when
+// it is over; now is the caller's reading of the clock. Locked.
 func (l *Limiter) schedule(now time.Time) {
 	if l.retries.Len()+l.firsts.Len() == 0 || l.resume != nil {
 		return
 	}
 	wait := l.pauseUntil.Sub(now)
+	if l.dipping(now) {
+		wait = max(wait, l.dipUntil.Sub(now))
+	}
 	if wait <= 0 {
 		return
 	}

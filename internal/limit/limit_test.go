@@ -221,3 +221,46 @@ func TestOptionsAreChecked(t *testing.T) {
 		assert.Error(t, err, "%+v", o)
 	}
 }
+
+// A dip holds the calls in flight at half the limit from its start to its
+// end; the slots granted meanwhile are Low, and the calls waiting for one
+// go through when it ends.
+func TestADipHoldsHalfTheLimit(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 8})
+	l.Dip(c.Now().Add(time.Second), c.Now().Add(2*time.Second))
+	tk, err := l.Acquire(t.Context(), false)
+	require.NoError(t, err)
+	assert.False(t, tk.Low(), "before the dip")
+	l.Release(tk, limit.Ignored)
+
+	c.advance(time.Second)
+	var held []limit.Token
+	for range 4 {
+		tk, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		assert.True(t, tk.Low(), "granted during the dip")
+		held = append(held, tk)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err = l.Acquire(ctx, false)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8 in flight: the fifth waits")
+	assert.Equal(t, 8, l.Limit(), "the limit itself is not lowered")
+
+	c.advance(time.Second)
+	tk, err = l.Acquire(t.Context(), false)
+	require.NoError(t, err)
+	assert.False(t, tk.Low(), "the dip is over")
+	for _, h := range append(held, tk) {
+		l.Release(h, limit.Ignored)
+	}
+}
+
+// A dip never holds fewer calls than Min.
+func TestADipKeepsMin(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Min: 1, Initial: 1})
+	l.Dip(c.Now(), c.Now().Add(time.Second))
+	tk, err := l.Acquire(t.Context(), false)
+	require.NoError(t, err)
+	assert.True(t, tk.Low())
+}

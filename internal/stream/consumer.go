@@ -175,6 +175,9 @@ func New(o Options) (*Consumer, error) {
 	if eo.Clock == nil {
 		eo.Clock = o.Clock
 	}
+	if o.Limiter == nil {
+		eo.NoDips = true // Concurrency alone bounds the calls: nothing can dip
+	}
 	view, err := engine.New(eo)
 	if err != nil {
 		return nil, err
@@ -202,6 +205,12 @@ func New(o Options) (*Consumer, error) {
 		}
 		if bo.Clock == nil {
 			bo.Clock = o.Clock
+		}
+		if bo.Silent == nil {
+			// An outage is an engine that serves no one, judged over time:
+			// quick refusals while others are answered are its load or the
+			// reads' own.
+			bo.Silent = func() bool { return !view.Serving() }
 		}
 		next := bo.OnChange
 		bo.OnChange = func(from, to breaker.State) {

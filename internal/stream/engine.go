@@ -50,6 +50,9 @@ type concurrency interface {
 	Release(limit.Token, limit.Signal)
 	// Pause holds new calls until until; it reports whether it did.
 	Pause(until time.Time) bool
+	// Dip holds the calls in flight at half the limit from from until
+	// until.
+	Dip(from, until time.Time)
 }
 
 type unlimited struct{}
@@ -57,6 +60,7 @@ type unlimited struct{}
 func (unlimited) Acquire(context.Context, bool) (limit.Token, error) { return limit.Token{}, nil }
 func (unlimited) Release(limit.Token, limit.Signal)                  {}
 func (unlimited) Pause(time.Time) bool                               { return false }
+func (unlimited) Dip(time.Time, time.Time)                           {}
 
 // retryBudget bounds retries to a share of first attempts (*budget.Budget,
 // or unbudgeted: every retry may go).
@@ -115,21 +119,32 @@ func answerOf(ce *classify.Error, cut bool) engine.Answer {
 	return engine.Failed
 }
 
-// observe tells the engine's view what one call of d's read said, and
-// carries out a pause the view asks for.
-func (c *Consumer) observe(d *delivery, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
-	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took, Answer: answerOf(ce, cut)}
+// observe tells the engine's view what one call of d's read said (tok is
+// its slot: whether it was sent during a dip), and carries out a pause or
+// a dip the view asks for.
+func (c *Consumer) observe(d *delivery, tok limit.Token, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
+	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took, Answer: answerOf(ce, cut), Low: tok.Low()}
 	if call.Answer == engine.Shed {
-		call.RetryAfter, call.Quota = ce.RetryAfter, ce.Cause == classify.CauseRateLimited
+		call.RetryAfter = ce.RetryAfter
 	}
 	if ce != nil && (ce.Cause == classify.CauseHTTP503 || ce.Cause == classify.CauseRateLimited) {
 		c.m.rejected.WithLabelValues(string(ce.Cause)).Inc()
 	}
 	fb := c.view.Observe(call)
 	c.m.engine(fb)
+	if fb.Dip.For > 0 {
+		from := time.Now().Add(fb.Dip.In) // with its monotonic reading, as the limiter's clock
+		c.limit.Dip(from, from.Add(fb.Dip.For))
+	}
+	if fb.Judged != engine.Undecided {
+		sn := c.view.Snapshot()
+		c.log.LogAttrs(context.Background(), slog.LevelInfo, "the rate engine's sheds judged", slog.String("verdict", fb.Judged.String()),
+			slog.Float64("shed_share", sn.ShedShare), slog.Float64("background", sn.Background))
+	}
 	if fb.Pause > 0 {
 		until := time.Now().Add(fb.Pause) // with its monotonic reading, as the limiter's clock
 		if c.limit.Pause(until) {
+			c.m.pauses.Inc()
 			c.log.Warn("the rate engine throttles broadly: calls paused", slog.String("cause", string(ce.Cause)),
 				slog.Duration("retry_after", ce.RetryAfter), slog.Duration("pause", fb.Pause), slog.Time("until", until))
 		}
@@ -148,25 +163,21 @@ func limitSignal(ce *classify.Error, fb engine.Feedback, cut bool) limit.Signal 
 		case !fb.Hold:
 			return limit.Answered
 		}
-	case overload(ce.Cause) && fb.Overloaded:
+	case fb.Decrease:
 		return limit.Overloaded
 	}
 	return limit.Ignored
 }
 
-// breakerFailure reports whether the breaker counts a call's failure: a
-// transient one, unless it is a shed while the engine answers others (its
-// load, the limit's to judge, or the read's own, not an outage: a limit
-// that overshoots a capacity in slow start does not open the breaker).
-func (c *Consumer) breakerFailure(ce *classify.Error) bool {
-	return ce != nil && ce.Class == classify.Transient && !(overload(ce.Cause) && c.view.Serving())
-}
-
 // outage gives the breaker the call's outcome and reports whether a
 // failure is the outage's, not the read's: the breaker is not closed, and
 // the call was not a probe of a read that failed before whose failure left
-// the round undecided (that one is evidence about the read).
-func (c *Consumer) outage(p breaker.Permit, failed bool) bool {
+// the round undecided (that one is evidence about the read). The breaker
+// opens only while the engine's view finds the engine silent (it has
+// failed every call for a while, answering none: see New), so quick
+// refusals of an engine that serves others never open it.
+func (c *Consumer) outage(p breaker.Permit, ce *classify.Error) bool {
+	failed := ce != nil && ce.Class == classify.Transient
 	c.breaker.Done(p, failed)
 	if !failed {
 		return false

@@ -73,6 +73,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 	opened := func() stream.Options {
 		o := e.options(53)
 		o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour, Probes: 3}
+		openAtOnce(&o)
 		return o
 	}
 	const stops = 6 // more than the budget of 4
@@ -154,6 +155,7 @@ func TestTheBreakerStopsWithTheConsumer(t *testing.T) {
 			t := time.AfterFunc(d, f)
 			return func() { stopped.Add(1); t.Stop() }
 		}}
+	openAtOnce(&o)
 	stop := e.start(o)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	require.Eventually(t, func() bool {

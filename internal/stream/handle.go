@@ -142,7 +142,7 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 	err = c.deliver(hard, d)
 	ce := classify.Of(err)
 	cut := err != nil && hard.Err() != nil
-	fb := c.observe(d, ce, time.Since(began), cut)
+	fb := c.observe(d, tok, ce, time.Since(began), cut)
 	c.limit.Release(tok, limitSignal(ce, fb, cut))
 	if cut {
 		c.breaker.Release(permit)
@@ -150,7 +150,7 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 		return s
 	}
 	s.failure = ce
-	s.outage = c.outage(permit, c.breakerFailure(ce))
+	s.outage = c.outage(permit, ce)
 	if ce != nil && ce.Class == classify.Transient {
 		s.expired = c.expired(d.md)
 		if s.attempt >= s.maxAttempts {
@@ -222,7 +222,8 @@ func (c *Consumer) uncharged(ctx context.Context, d *delivery, v verdict) {
 		a := c.attrs(d, v.cause, 0)
 		if v.uncharged == whyShedding { // what in the engine's view said the shed was not the read's
 			sn := c.view.Snapshot()
-			a = append(a, slog.Group("engine", slog.Float64("shed_share", sn.ShedShare), slog.Bool("queued", sn.Queued),
+			a = append(a, slog.Group("engine", slog.Float64("shed_share", sn.ShedShare), slog.String("verdict", sn.Verdict.String()),
+				slog.Float64("background", sn.Background), slog.Bool("trial", sn.Trial), slog.Bool("queued", sn.Queued),
 				slog.Bool("overloaded", sn.Overloaded), slog.Duration("latency", sn.Latency), slog.Duration("baseline", sn.Baseline)))
 		}
 		c.log.LogAttrs(ctx, slog.LevelDebug, unchargedLines[v.uncharged], a...)

@@ -19,6 +19,7 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
@@ -121,6 +122,15 @@ func newOutageEnv(t *testing.T, down bool) (*env, *atomic.Bool) {
 		}
 		return http.StatusOK, nil
 	}), &d
+}
+
+// openAtOnce lets o's breaker open on its first failures: the engine's
+// view judges the engine silent (serving no one) as soon as a call fails
+// without an answer since, instead of after a second of it. For the tests
+// whose subject is what the consumer does once the breaker is open, not
+// when it opens.
+func openAtOnce(o *stream.Options) {
+	o.Engine = &engine.Options{Quiet: time.Nanosecond}
 }
 
 func testPolicy() retry.Policy {

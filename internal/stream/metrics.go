@@ -50,6 +50,9 @@ type Metrics struct {
 	engineLatency   *prometheus.GaugeVec
 	engineMedian    prometheus.Gauge
 	engineBaseline  prometheus.Gauge
+	engineTrials    *prometheus.CounterVec
+	engineDips      prometheus.Counter
+	pauses          prometheus.Counter
 	recordMetrics
 
 	serverClockOffset prometheus.Gauge
@@ -174,11 +177,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.uncharged.WithLabelValues(whyDown)
 	m.engineOverload = f.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_overloaded",
-		Help: "1 while this replica's view judges the rate engine overloaded (a queue in its latency, or half its calls shed): the limit comes down and the retry budget binds.",
+		Help: "1 while this replica's view judges the rate engine overloaded (its sheds fell when the fleet sent less, it refuses most calls, or its latency shows a queue): the limit comes down and the retry budget binds.",
 	})
 	m.engineShed = f.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_shed_ratio",
-		Help: "Share of the calls shed by the rate engine over the view's window, each call weighted by 2^-(its read's earlier failures).",
+		Help: "Share of the last first attempts (128 at most, a minute old at most) shed by the rate engine.",
+	})
+	m.engineTrials = f.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "engine_trials_total",
+		Help: "Verdicts of the engine view's trials, by verdict: load (the sheds fell when the fleet sent less) or own (they did not: the reads' own).",
+	}, []string{"verdict"})
+	m.engineTrials.WithLabelValues(engine.Load.String())
+	m.engineTrials.WithLabelValues(engine.Own.String())
+	m.engineDips = f.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Name: "engine_dips_total",
+		Help: "Dips of the engine view's trials: the calls in flight held at half the limit for a moment, to see whether the engine sheds less.",
+	})
+	m.pauses = f.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Name: "engine_pauses_total",
+		Help: "Pauses of every call to the rate engine: it refused most calls and asked to wait (Retry-After).",
 	})
 	m.engineLatency = f.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_latency_seconds",
@@ -239,6 +256,12 @@ const (
 
 // engine exports what the engine's view made of the last call.
 func (m *Metrics) engine(fb engine.Feedback) {
+	if fb.Judged != engine.Undecided {
+		m.engineTrials.WithLabelValues(fb.Judged.String()).Inc()
+	}
+	if fb.Dip.For > 0 {
+		m.engineDips.Inc()
+	}
 	m.engineOverload.Set(b2f(fb.Overloaded))
 	m.engineShed.Set(fb.ShedShare)
 	m.engineMedian.Set(fb.Latency.Seconds())

@@ -220,6 +220,7 @@ func TestAStopWithTheRecordsBucketDownEndsWithinItsGrace(t *testing.T) {
 	o.Concurrency, o.PullBatch = 2, 64
 	o.ShutdownTimeout = 200 * time.Millisecond
 	o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour, Probes: 3}
+	openAtOnce(&o)
 	const reads = 60
 	for i := range reads {
 		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)

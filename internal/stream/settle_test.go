@@ -18,6 +18,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
@@ -170,6 +171,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
 		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 		Breaker:         &breaker.Options{Window: 30 * time.Second, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute, Probes: 3},
+		Engine:          &engine.Options{Quiet: time.Nanosecond}, // the breaker opens on the first failure
 	})
 	require.NoError(t, err)
 	defer c.breaker.Stop()

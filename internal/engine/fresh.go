@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"math"
+	"time"
+)
+
+// fresh is the last first attempts (calls of reads that had not failed
+// before), a ring of at most len(calls) of them, none older than maxAge:
+// the evidence every share is judged on. Only first attempts count: a
+// retry is a read chosen by its own failure, so retries lift the share of
+// an engine that fails a few reads for good (at the end of a backlog they
+// are all that is left); the first attempts are an unbiased sample of what
+// the engine does to a read now. The window is counted in calls, not time,
+// so a replica at 10 reads a second and one at 2,000 judge the same engine
+// on the same evidence.
+type fresh struct {
+	maxAge time.Duration
+	calls  []freshCall
+	head   int // the oldest
+	n      int
+	shed   int // of the n, shed
+	failed int // of the n, shed or failed otherwise
+}
+
+type freshCall struct {
+	at           time.Duration // monotonic, when it was answered
+	shed, failed bool
+}
+
+func newFresh(size int, maxAge time.Duration) fresh {
+	return fresh{maxAge: maxAge, calls: make([]freshCall, size)}
+}
+
+// add records a first attempt answered at now.
+func (f *fresh) add(now time.Duration, shed, failed bool) {
+	f.expire(now)
+	if f.n == len(f.calls) {
+		f.drop()
+	}
+	f.calls[(f.head+f.n)%len(f.calls)] = freshCall{at: now, shed: shed, failed: failed}
+	f.n++
+	if shed {
+		f.shed++
+	}
+	if failed {
+		f.failed++
+	}
+}
+
+// drop forgets the oldest call.
+func (f *fresh) drop() {
+	c := f.calls[f.head]
+	if c.shed {
+		f.shed--
+	}
+	if c.failed {
+		f.failed--
+	}
+	f.head = (f.head + 1) % len(f.calls)
+	f.n--
+}
+
+// reset forgets every call.
+func (f *fresh) reset() {
+	f.head, f.n, f.shed, f.failed = 0, 0, 0, 0
+}
+
+// expire forgets the calls older than maxAge.
+func (f *fresh) expire(now time.Duration) {
+	for f.n > 0 && now-f.calls[f.head].at > f.maxAge {
+		f.drop()
+	}
+}
+
+// counts is the calls in the window at now, and how many were shed.
+func (f *fresh) counts(now time.Duration) (n, shed int) {
+	f.expire(now)
+	return f.n, f.shed
+}
+
+// failShare is the share of the window's calls that failed (shed or
+// otherwise), and whether the window holds any.
+func (f *fresh) failShare(now time.Duration) (float64, bool) {
+	f.expire(now)
+	if f.n == 0 {
+		return 0, false
+	}
+	return float64(f.failed) / float64(f.n), true
+}
+
+// sigma is the standard deviation of a share p drawn from n calls.
+func sigma(p float64, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return math.Sqrt(p * (1 - p) / float64(n))
+}

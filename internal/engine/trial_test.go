@@ -1,0 +1,255 @@
+package engine_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/engine"
+)
+
+// replica drives a View as a replica does: a first attempt every step,
+// sent Low while a dip the View asked for is on, answered by an engine
+// that sheds with probability normal, or low during the dips, with
+// Retry-After ra (0: none). Healthy calls take 10ms.
+type replica struct {
+	v        *engine.View
+	c        *clock
+	r        *rand.Rand
+	step     time.Duration
+	ra       time.Duration
+	from, to time.Duration // the dip asked for, on the monotonic clock
+	read     uint64
+
+	dips, decreases, pauses int
+	verdicts                []engine.Judgement
+}
+
+func newReplica(t *testing.T, o engine.Options, seed uint64) *replica {
+	v, c := newView(t, o)
+	return &replica{v: v, c: c, r: rand.New(rand.NewPCG(seed, 9)), step: time.Millisecond}
+}
+
+// run makes n first attempts.
+func (p *replica) run(n int, normal, low float64) {
+	for range n {
+		p.c.advance(p.step)
+		now := p.c.Mono()
+		dipping := now >= p.from && now < p.to
+		share := normal
+		if dipping {
+			share = low
+		}
+		p.read++
+		call := engine.Call{Read: p.read, Answer: engine.Served, Latency: 10 * time.Millisecond, Low: dipping}
+		if p.r.Float64() < share {
+			call.Answer, call.Latency, call.RetryAfter = engine.Shed, 100*time.Microsecond, p.ra
+		}
+		fb := p.v.Observe(call)
+		if fb.Dip.For > 0 {
+			p.dips++
+			p.from, p.to = now+fb.Dip.In, now+fb.Dip.In+fb.Dip.For
+		}
+		if fb.Decrease {
+			p.decreases++
+		}
+		if fb.Pause > 0 {
+			p.pauses++
+		}
+		if fb.Judged != engine.Undecided {
+			p.verdicts = append(p.verdicts, fb.Judged)
+		}
+	}
+}
+
+// An engine whose sheds fall when the replica sends less is overloaded:
+// its sheds are its load, the limit comes down on them, and a read is not
+// charged for them. One whose sheds are as many whatever the replica sends
+// fails the reads on their own, however fast it answers: nothing comes
+// down, nothing is credited, up to that share.
+func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		normal, low float64
+		want        engine.Judgement
+	}{
+		{"a capacity overrun: 25% shed, none in the dips", 0.25, 0, engine.Load},
+		{"a fleet's edge: 8% shed, none in the dips", 0.08, 0, engine.Load},
+		{"a heavy overload: 70% shed, 20% in the dips", 0.7, 0.2, engine.Load},
+		{"the partial mix: 23% shed at once, whatever the load", 0.23, 0.23, engine.Own},
+		{"one account's quota: 5% throttled", 0.05, 0.05, engine.Own},
+		{"40% failed at random", 0.4, 0.4, engine.Own},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newReplica(t, engine.Options{}, 1)
+			p.run(20_000, tt.normal, tt.low)
+			require.NotEmpty(t, p.verdicts, "decided in 20s of 1,000 calls a second (%d dips)", p.dips)
+			assert.Equal(t, tt.want, p.verdicts[0], "verdicts %v", p.verdicts)
+			for _, v := range p.verdicts {
+				assert.Equal(t, tt.want, v, "never the other verdict: %v", p.verdicts)
+			}
+			s := p.v.Snapshot()
+			if tt.want == engine.Load {
+				assert.True(t, p.v.Shedding(), "a shed of a loaded engine is not the read's")
+				assert.True(t, p.v.Overloaded())
+				assert.Positive(t, p.decreases)
+				return
+			}
+			assert.False(t, p.v.Shedding(), "the reads' own sheds are charged to them")
+			assert.False(t, p.v.Overloaded())
+			assert.InDelta(t, tt.normal, s.Background, 0.05)
+			assert.Equal(t, 0, p.decreases, "the limit never came down")
+			assert.Equal(t, 1, len(p.verdicts), "tried once: the background explains the sheds after")
+			assert.Less(t, p.dips, 40, "a few dips, not one every 250ms")
+		})
+	}
+}
+
+// Evidence that is thin is no verdict: the first calls of a run with a
+// quarter failing on their own, or a few sheds, pause nothing, credit
+// nothing, and the limit does not come down on them.
+func TestThinEvidenceIsNoVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		calls int
+		share float64
+	}{{"the first 20 calls, a quarter failing", 20, 0.25}, {"9 calls, all shed", 9, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newReplica(t, engine.Options{MaxPause: time.Minute}, 2)
+			p.ra = time.Second
+			p.run(tt.calls, tt.share, tt.share)
+			assert.Empty(t, p.verdicts)
+			if tt.share < 0.5 {
+				assert.False(t, p.v.Shedding())
+				assert.False(t, p.v.Overloaded())
+				assert.Zero(t, p.decreases)
+			}
+			assert.Zero(t, p.pauses)
+		})
+	}
+}
+
+// The replica pauses only when the engine refuses most of what it is sent
+// and asks to be left alone whatever the replica sends; an engine that
+// refuses most because it is overloaded gets a lower limit instead, and a
+// few reads throttled pause nothing.
+func TestOnlyAnEngineRefusingMostWhateverTheLoadPauses(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		o           engine.Options
+		normal, low float64
+		pause       bool
+	}{
+		{"90% throttled whatever the load", engine.Options{}, 0.9, 0.9, true},
+		{"90% shed, 10% in the dips: overloaded", engine.Options{}, 0.9, 0.1, false},
+		{"5% throttled (one account)", engine.Options{}, 0.05, 0.05, false},
+		{"90% throttled, a replica that cannot dip", engine.Options{NoDips: true}, 0.9, 0.9, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.MaxPause = time.Minute
+			p := newReplica(t, tt.o, 3)
+			p.ra = 2 * time.Second
+			p.run(5000, tt.normal, tt.low)
+			assert.Equal(t, tt.pause, p.pauses > 0, "%d pauses, verdicts %v", p.pauses, p.verdicts)
+		})
+	}
+}
+
+// A pause is the longest wait asked, clamped to MaxPause, jittered up to
+// half as much again, never past it; what the engine refused before the
+// pause is no evidence after it.
+func TestAPauseIsTheWaitAskedAndForgetsWhatCameBefore(t *testing.T) {
+	v, c := newView(t, engine.Options{NoDips: true, MaxPause: 3 * time.Second})
+	var pauses []time.Duration
+	for i := range 40 {
+		c.advance(time.Millisecond)
+		if fb := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, RetryAfter: 2 * time.Second}); fb.Pause > 0 {
+			pauses = append(pauses, fb.Pause)
+			assert.False(t, v.Overloaded(), "what it refused before the pause is forgotten")
+		}
+	}
+	require.Len(t, pauses, 1, "one pause: the next waits for its end")
+	assert.GreaterOrEqual(t, pauses[0], 2*time.Second)
+	assert.LessOrEqual(t, pauses[0], 3*time.Second)
+}
+
+// A trial whose dips shed more than the calls outside them saw the engine
+// change under it (a fleet's slow start), not an answer to the load: it
+// starts again rather than find the sheds the reads' own.
+func TestAShareRisingUnderATrialIsNoVerdict(t *testing.T) {
+	p := newReplica(t, engine.Options{}, 4)
+	p.run(3000, 0.1, 0.6)
+	assert.NotContains(t, p.verdicts, engine.Own)
+}
+
+// A verdict stands for Standing, then is tried again: a background found
+// once is no licence for ever.
+func TestAVerdictLapses(t *testing.T) {
+	p := newReplica(t, engine.Options{Standing: 5 * time.Second}, 5)
+	p.run(4000, 0.3, 0.3)
+	require.Equal(t, []engine.Judgement{engine.Own}, p.verdicts)
+	assert.InDelta(t, 0.3, p.v.Snapshot().Background, 0.06)
+	p.run(6000, 0.3, 0)
+	assert.Contains(t, p.verdicts[1:], engine.Load, "the engine, overloaded now, is tried again")
+}
+
+// The engine serves no one once it has failed every call for Quiet
+// without answering one; the replica's own first calls, and a call sent
+// before the last answer, say nothing of that.
+func TestServingNoOneIsJudgedOverTime(t *testing.T) {
+	v, c := newView(t, engine.Options{Quiet: time.Second})
+	assert.True(t, v.Serving(), "before any call")
+	for i := range 20 {
+		c.advance(10 * time.Millisecond)
+		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: time.Millisecond})
+	}
+	assert.True(t, v.Serving(), "200ms of failures: not yet")
+	c.advance(900 * time.Millisecond)
+	v.Observe(engine.Call{Read: 100, Answer: engine.Shed, Latency: time.Millisecond})
+	assert.False(t, v.Serving(), "failing for a second, answering no one")
+
+	v.Observe(engine.Call{Read: 101, Answer: engine.Served, Latency: 50 * time.Millisecond})
+	assert.True(t, v.Serving(), "an answer")
+	c.advance(2 * time.Second)
+	v.Observe(engine.Call{Read: 102, Answer: engine.Shed, Latency: 3 * time.Second}) // sent before the answer
+	assert.True(t, v.Serving(), "a call sent before the last answer says nothing since")
+}
+
+// Down, for one read, is more other reads' first attempts failed since
+// the last answer than chance explains: two, where reads rarely fail on
+// their own; seven, where a quarter do.
+func TestDownIsARunOfFailuresChanceDoesNotExplain(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		share float64 // of first attempts failing before the run
+		run   int     // other reads failing in a row it takes
+	}{{"healthy", 0, 2}, {"a quarter failing", 0.25, 7}, {"most failing", 0.6, 0}} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := newView(t, engine.Options{NoDips: true})
+			for i := range 100 {
+				c.advance(time.Millisecond)
+				a := engine.Served
+				if float64(i) < 100*tt.share { // the share exactly, over 100 calls
+					a = engine.Failed
+				}
+				v.Observe(engine.Call{Read: uint64(1000 + i), Answer: a, Latency: time.Millisecond})
+			}
+			v.Observe(engine.Call{Read: 5000, Answer: engine.Served, Latency: time.Millisecond})
+			const me = 1
+			for i := range 16 {
+				c.advance(time.Millisecond)
+				v.Observe(engine.Call{Read: uint64(10 + i), Answer: engine.Shed, Latency: time.Millisecond})
+				if tt.run > 0 && i+1 >= tt.run {
+					assert.True(t, v.Down(me), "after %d others", i+1)
+				} else {
+					assert.False(t, v.Down(me), "after %d others", i+1)
+				}
+			}
+			v.Observe(engine.Call{Read: 99, Answer: engine.Served})
+			assert.False(t, v.Down(me), "it answered")
+		})
+	}
+}
