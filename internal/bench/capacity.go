@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
@@ -173,13 +175,31 @@ func drainFleet(ctx context.Context, e *env, cfg Config, c *Capacity, spec fleet
 // drainBacklog publishes n reads, then drains them with spec's fleet on
 // durable against srv, until every read is settled or longest has passed.
 func drainBacklog(ctx context.Context, e *env, srv *simengine.Server, n int, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
+	return drainTraffic(ctx, e, srv, traffic{backlog: n}, longest, durable, spec)
+}
+
+// traffic is what a fleet drains: a backlog of reads 0..backlog-1 published
+// before the fleet starts, then what then publishes once it runs (reads
+// backlog.. on: a paced trickle, or a second phase), returning the stream
+// sequence of its last read (0 for none). The fleet is done when every
+// read is settled or, with done, as soon as the engine's Stats satisfy it.
+type traffic struct {
+	backlog int
+	then    func(ctx context.Context, js jetstream.JetStream) (last uint64, err error)
+	done    func(simengine.Stats) bool
+}
+
+// drainTraffic publishes tr's backlog, then drains it and what tr then
+// publishes with spec's fleet on durable against srv, until tr is done or
+// longest has passed from the fleet's start.
+func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
 	var out FleetRun
 	if err := e.reset(ctx); err != nil {
 		return out, err
 	}
 	var last uint64
 	var err error
-	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, n) })
+	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, tr.backlog) })
 	if err != nil {
 		return out, err
 	}
@@ -196,7 +216,18 @@ func drainBacklog(ctx context.Context, e *env, srv *simengine.Server, n int, lon
 	}
 	smp := sample(f, spec.replicas, srv.Engine, cons)
 	wctx, cancel := context.WithTimeout(ctx, longest)
-	out.Stall, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, f.ended)
+	if tr.then != nil {
+		var then uint64
+		labelled(wctx, sidePublisher, func(ctx context.Context) { then, err = tr.then(ctx, e.js) })
+		last = max(last, then)
+	}
+	switch {
+	case err != nil:
+	case tr.done != nil:
+		err = srv.Await(wctx, tr.done)
+	default:
+		out.Stall, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, f.ended)
+	}
 	cancel()
 	out.started = f.started
 	out.Elapsed = time.Since(f.started)

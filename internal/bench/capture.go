@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,13 +15,18 @@ import (
 // in each "nak" record, by stream sequence: the consumer's own account of
 // when a read is due back. It is enabled at debug, the level at which the
 // consumer writes every nak line (at info a storm's lines are summarised).
-// A baseline that NAKs by itself records its delays with record.
+// A baseline that NAKs by itself records its delays with record. It also
+// counts the consumer's pauses (pausedLine, at warn); warnOnly (pauseCounter)
+// enables it at warn only, for a fleet whose delays nobody reads.
 type nakCapture struct {
 	mu     sync.Mutex
 	delays map[uint64][]asked
 	// credited are the first lines (at most maxCredited) of sheds credited
 	// as the engine's, with what the engine's view said then.
 	credited []string
+
+	warnOnly bool
+	paused   atomic.Int64
 }
 
 // maxCredited bounds nakCapture.credited.
@@ -29,6 +35,10 @@ const maxCredited = 10
 // creditedLine is the consumer's debug line of a shed not charged because
 // the engine sheds broadly.
 const creditedLine = "shed while the engine sheds broadly: not charged"
+
+// pausedLine is the consumer's warn line when it pauses its calls on a
+// Retry-After (there is no metric of it).
+const pausedLine = "the rate engine throttles broadly: calls paused"
 
 // asked is one delay asked for a read: when it was asked (the NAK), and the
 // delay.
@@ -39,9 +49,28 @@ type asked struct {
 
 func newNakCapture() *nakCapture { return &nakCapture{delays: map[uint64][]asked{}} }
 
-func (c *nakCapture) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelDebug }
+// pauseCounter is a nakCapture enabled at warn only: it counts pauses.
+func pauseCounter() *nakCapture {
+	c := newNakCapture()
+	c.warnOnly = true
+	return c
+}
+
+func (c *nakCapture) Enabled(_ context.Context, l slog.Level) bool {
+	if c.warnOnly {
+		return l >= slog.LevelWarn
+	}
+	return l >= slog.LevelDebug
+}
+
+// pauses returns the pause lines seen.
+func (c *nakCapture) pauses() int { return int(c.paused.Load()) }
 
 func (c *nakCapture) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == pausedLine {
+		c.paused.Add(1)
+		return nil
+	}
 	if r.Message == creditedLine {
 		c.credit(r)
 		return nil

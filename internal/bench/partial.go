@@ -143,10 +143,26 @@ func runPartial(ctx context.Context, e *env, cfg Config) (*Partial, error) {
 }
 
 // partialEngine serves an engine of shape, answering the reads as their
-// kinds say, seeded from seed.
+// kinds say once served, seeded from seed.
 func partialEngine(ctx context.Context, shape LatencyShape, kinds []readKind, seed uint64) (*simengine.Server, error) {
+	return mixEngine(ctx, shape, kinds, seed, false)
+}
+
+// mixEngine serves an engine of shape, answering the reads as their kinds
+// say, seeded from seed: their failures at once (Refuse) when atOnce, or
+// once served (Answer), after the shape's service time.
+func mixEngine(ctx context.Context, shape LatencyShape, kinds []readKind, seed uint64, atOnce bool) (*simengine.Server, error) {
 	o := shape.options(seed)
-	o.Answer = answer(kinds)
+	if atOnce {
+		o.Refuse = refusal(kinds)
+	} else {
+		o.Answer = answer(kinds)
+	}
+	return serveEngine(ctx, o)
+}
+
+// serveEngine serves an engine of o on loopback.
+func serveEngine(ctx context.Context, o simengine.Options) (*simengine.Server, error) {
 	eng, err := simengine.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("rate engine: %w", err)
@@ -160,32 +176,66 @@ func partialEngine(ctx context.Context, shape LatencyShape, kinds []readKind, se
 // (startFleet): the production options (productionOptions, adaptive: the
 // breaker, the adaptive limit and the retry budget as the binary builds
 // them), with cfg.PartialRetry for its retry policy (the production one in
-// a full run). Its logger is a nakCapture enabled at debug, for the delay of
-// each "nak" line, where the bench's other pipelines log JSON at info to
-// nowhere: the consumer then writes a debug line for every read it settles,
-// which the capture drops at once.
+// a full run), measured as productMix does.
 func partialProduct(ctx context.Context, e *env, cfg Config, srv *simengine.Server, kinds []readKind, seed uint64) (PartialRun, error) {
-	naks := newNakCapture()
-	f, err := drainBacklog(ctx, e, srv, len(kinds), cfg.PartialFor, fmt.Sprintf("partial-product-%d", seed),
-		fleetSpec{replicas: 1, adaptive: true, seed: seed + 1<<20, policy: cfg.PartialRetry, log: naks})
+	run, _, err := productMix(ctx, e, srv, kinds, seed, cfg.PartialRetry, cfg.PartialFor,
+		fleetSpec{replicas: 1}, traffic{backlog: len(kinds)}, fmt.Sprintf("partial-product-%d", seed), nil)
+	return run, err
+}
+
+// mixRun is what productMix keeps beyond a PartialRun: the fleet's own
+// figures, the reads dead-lettered with their reasons (by index), the log
+// capture (delays asked, pauses) and the ledger.
+type mixRun struct {
+	fleet  FleetRun
+	dead   map[int]string
+	logs   *nakCapture
+	ledger map[string][]simengine.Call
+}
+
+// productMix drains tr (reads of the given kinds) with spec's fleet of the
+// product (startFleet: the production options, adaptive, with policy for
+// its retry policy) on durable, until every read is settled or longest,
+// and measures it from the engine's ledger. Its logger is logs, or (nil) a
+// nakCapture enabled at debug, for the delay of each "nak" line, where the
+// bench's other pipelines log JSON at info to nowhere: the consumer then
+// writes a debug line for every read it settles, which the capture drops at
+// once.
+func productMix(ctx context.Context, e *env, srv *simengine.Server, kinds []readKind, seed uint64, policy retry.Policy,
+	longest time.Duration, spec fleetSpec, tr traffic, durable string, logs *nakCapture) (PartialRun, mixRun, error) {
+	naks := logs
+	if naks == nil {
+		naks = newNakCapture()
+	}
+	spec.adaptive, spec.seed, spec.policy, spec.log = true, seed+1<<20, policy, naks
+	f, err := drainTraffic(ctx, e, srv, tr, longest, durable, spec)
 	if err != nil {
-		return PartialRun{}, err
+		return PartialRun{}, mixRun{}, err
 	}
 	dead, err := deadLetteredReads(ctx, e)
 	if err != nil {
-		return PartialRun{}, err
+		return PartialRun{}, mixRun{}, err
 	}
 	run := PartialRun{Drained: f.Drained, Elapsed: f.Elapsed, Calls: f.Calls, Billed: f.Billed, DeadLetters: f.DeadLetters,
 		LimitMedian: f.LimitMedian, BreakerOpened: f.BreakerOpened, RetriesSpent: f.RetriesSpent, RetriesDenied: f.RetriesDenied,
 		Diagnostics: f.Diagnostics, EngineP50: f.P50, EngineP99: f.P99}
-	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks, policy: cfg.PartialRetry,
+	ledger := srv.Ledger()
+	partialOutcome{ledger: ledger, kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks, policy: policy,
 		deadLettered: func(i int) bool { _, ok := dead[i]; return ok }}.measure(&run)
 	run.Credited = naks.credits()
-	return run, nil
+	return run, mixRun{fleet: f, dead: dead, logs: naks, ledger: ledger}, nil
 }
 
 // partialBare drains the backlog with the bare client (bareRetrier).
 func partialBare(ctx context.Context, e *env, cfg Config, srv *simengine.Server, kinds []readKind, seed uint64) (PartialRun, error) {
+	return bareMix(ctx, e, srv, kinds, seed, cfg.PartialRetry, cfg.PartialFor, nil)
+}
+
+// bareMix drains a backlog of reads of the given kinds with the bare client
+// (bareRetrier) and policy, until every read is settled or, with until, as
+// soon as the engine's Stats satisfy it, or longest has passed.
+func bareMix(ctx context.Context, e *env, srv *simengine.Server, kinds []readKind, seed uint64, policy retry.Policy,
+	longest time.Duration, until func(simengine.Stats) bool) (PartialRun, error) {
 	var run PartialRun
 	if err := e.reset(ctx); err != nil {
 		return run, err
@@ -209,12 +259,16 @@ func partialBare(ctx context.Context, e *env, cfg Config, srv *simengine.Server,
 
 	naks, gaveUp := newNakCapture(), newSeqSet()
 	start := time.Now()
-	r, err := bareRetrier(e, srv.URL, cfg.PartialRetry, retry.NewRand(seed+2<<20), naks, gaveUp)(ctx, durable)
+	r, err := bareRetrier(e, srv.URL, policy, retry.NewRand(seed+2<<20), naks, gaveUp)(ctx, durable)
 	if err != nil {
 		return run, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, cfg.PartialFor)
-	_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended)
+	wctx, cancel := context.WithTimeout(ctx, longest)
+	if until != nil {
+		err = srv.Await(wctx, until)
+	} else {
+		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended)
+	}
 	cancel()
 	run.Elapsed = time.Since(start)
 	switch {
@@ -233,7 +287,7 @@ func partialBare(ctx context.Context, e *env, cfg Config, srv *simengine.Server,
 	lat := srv.Latencies()
 	run.Calls, run.Billed, run.LimitMedian = st.Calls, st.Billed, httpConcurrency
 	run.EngineP50, run.EngineP99 = lat.Quantile(0.5), lat.Quantile(0.99)
-	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: start, elapsed: run.Elapsed, naks: naks, policy: cfg.PartialRetry,
+	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: start, elapsed: run.Elapsed, naks: naks, policy: policy,
 		deadLettered: func(i int) bool { return gaveUp.has(uint64(i + 1)) }}.measure(&run)
 	return run, nil
 }

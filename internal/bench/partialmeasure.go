@@ -116,8 +116,11 @@ func (o partialOutcome) gapsPastCeiling(excess []time.Duration, calls []simengin
 			continue
 		}
 		bound := o.policy.Ceiling(uint64(j + 1))
-		if kind == tooMany && j == 0 {
+		switch {
+		case kind == tooMany && j == 0:
 			bound = max(bound, min(retryAfterAsked, o.policy.MaxServerWait))
+		case kind == throttled && j == 0:
+			bound = max(bound, min(quotaAsked, o.policy.MaxServerWait))
 		}
 		excess = append(excess, calls[j+1].At.Sub(answered(calls[j]))-bound)
 	}

@@ -18,6 +18,7 @@ const (
 	failOnce                  // 503 to its first call, 200 after
 	tooMany                   // 429 with Retry-After: 1 to its first call, 200 after
 	alwaysBad                 // 503 to every call
+	throttled                 // its account's: 429 with Retry-After: 60 to its first call, 200 after
 )
 
 // PartialMix is the share of the reads of each kind in a read mix; the rest
@@ -27,16 +28,25 @@ type PartialMix struct {
 	FailOnce  float64 `json:"fail_once_503"`
 	TooMany   float64 `json:"once_429_retry_after_1s"`
 	AlwaysBad float64 `json:"always_503"`
+	// Throttled reads are one account's, over its quota: 429 with
+	// Retry-After: 60 to their first call.
+	Throttled float64 `json:"one_account_429_retry_after_60s,omitempty"`
 }
 
 // The partial scenario's two read mixes.
 var (
 	healthyMix = PartialMix{Name: "healthy"}
 	partialMix = PartialMix{Name: "partial", FailOnce: 0.15, TooMany: 0.03, AlwaysBad: 0.05}
+	// accountMix is one account over its quota: a twentieth of the reads.
+	accountMix = PartialMix{Name: "one account throttled", Throttled: 0.05}
 )
 
-// retryAfterAsked is the Retry-After the 429 reads are answered with.
-const retryAfterAsked = time.Second
+// retryAfterAsked is the Retry-After the 429 reads are answered with;
+// quotaAsked the one the throttled account's reads are.
+const (
+	retryAfterAsked = time.Second
+	quotaAsked      = time.Minute
+)
 
 // kinds gives each of reads 0..n-1 its kind: exactly round(share x n) of
 // each, chosen by a permutation drawn from seed, so the mix is exact and the
@@ -48,7 +58,7 @@ func (m PartialMix) kinds(n int, seed uint64) []readKind {
 	for _, k := range []struct {
 		kind  readKind
 		share float64
-	}{{failOnce, m.FailOnce}, {tooMany, m.TooMany}, {alwaysBad, m.AlwaysBad}} {
+	}{{failOnce, m.FailOnce}, {tooMany, m.TooMany}, {alwaysBad, m.AlwaysBad}, {throttled, m.Throttled}} {
 		for range int(math.Round(k.share * float64(n))) {
 			out[perm[at]] = k.kind
 			at++
@@ -57,14 +67,28 @@ func (m PartialMix) kinds(n int, seed uint64) []readKind {
 	return out
 }
 
-// answer is the engine's Answer for reads of the given kinds: the read is
-// found from its idempotency key (Index), n is the call number of that key.
+// answer is the engine's Answer for reads of the given kinds, answered
+// once served: refusal's failures, 200 otherwise.
 func answer(kinds []readKind) func(key string, n int) (int, http.Header) {
+	refuse := refusal(kinds)
+	return func(key string, n int) (int, http.Header) {
+		if status, h := refuse(key, n); status != 0 {
+			return status, h
+		}
+		return http.StatusOK, nil
+	}
+}
+
+// refusal is the engine's Refuse for reads of the given kinds, their
+// failures answered at once: the read is found from its idempotency key
+// (Index), n is the call number of that key; 0 lets the call be served.
+func refusal(kinds []readKind) func(key string, n int) (int, http.Header) {
 	retryAfter := http.Header{"Retry-After": {"1"}}
+	quota := http.Header{"Retry-After": {"60"}}
 	return func(key string, n int) (int, http.Header) {
 		i, ok := Index(key)
 		if !ok || i >= len(kinds) {
-			return http.StatusOK, nil
+			return 0, nil
 		}
 		switch kinds[i] {
 		case failOnce:
@@ -75,10 +99,14 @@ func answer(kinds []readKind) func(key string, n int) (int, http.Header) {
 			if n == 1 {
 				return http.StatusTooManyRequests, retryAfter
 			}
+		case throttled:
+			if n == 1 {
+				return http.StatusTooManyRequests, quota
+			}
 		case alwaysBad:
 			return http.StatusServiceUnavailable, nil
 		}
-		return http.StatusOK, nil
+		return 0, nil
 	}
 }
 
@@ -94,12 +122,18 @@ type LatencyShape struct {
 	// the call number and the seed (simengine's Delay), when set.
 	Median time.Duration `json:"median_ns,omitempty"`
 	P99    time.Duration `json:"p99_ns,omitempty"`
+	// TailShare of the calls, drawn as Median's are, take Tail in all
+	// instead of ServiceTime, when set.
+	TailShare float64       `json:"tail_share,omitempty"`
+	Tail      time.Duration `json:"tail_ns,omitempty"`
 }
 
 // The partial scenario's two latency shapes.
 var (
 	uniformShape  = LatencyShape{Name: "uniform 5-25ms", ServiceTime: 15 * time.Millisecond, Jitter: 2.0 / 3}
 	longTailShape = LatencyShape{Name: "long tail, median 10ms p99 100ms", Median: 10 * time.Millisecond, P99: 100 * time.Millisecond}
+	// tailShape is the engine matrix's long tail: 5ms, one call in ten 80ms.
+	tailShape = LatencyShape{Name: "long tail 5ms, 1 in 10 at 80ms", ServiceTime: 5 * time.Millisecond, TailShare: 0.1, Tail: 80 * time.Millisecond}
 )
 
 // maxTail bounds a long-tailed latency (the lognormal's 1 in 100,000 is
@@ -108,11 +142,40 @@ const maxTail = 2 * time.Second
 
 // options are the engine's options for the shape, seeded from seed.
 func (s LatencyShape) options(seed uint64) simengine.Options {
-	o := simengine.Options{ServiceTime: s.ServiceTime, Jitter: s.Jitter, Rand: seeded(seed, 0x5a9e)}
-	if s.Median > 0 {
-		o.Delay = s.delay(seed)
+	return simengine.Options{ServiceTime: s.ServiceTime, Jitter: s.Jitter, Rand: seeded(seed, 0x5a9e), Delay: s.delayFunc(seed)}
+}
+
+// delayFunc is the shape's Delay, seeded from seed: the lognormal's, the
+// tail's, or nil.
+func (s LatencyShape) delayFunc(seed uint64) func(key string, n int) time.Duration {
+	switch {
+	case s.Median > 0:
+		return s.delay(seed)
+	case s.TailShare > 0:
+		return s.tailDelay(seed)
 	}
-	return o
+	return nil
+}
+
+// tailDelay adds Tail - ServiceTime to TailShare of the calls, drawn from a
+// hash of the seed, the key and the call number.
+func (s LatencyShape) tailDelay(seed uint64) func(key string, n int) time.Duration {
+	extra := max(0, s.Tail-s.ServiceTime)
+	return func(key string, n int) time.Duration {
+		if unitDraw(seed^0x7a11, key, n) < s.TailShare {
+			return extra
+		}
+		return 0
+	}
+}
+
+// unitDraw is a number uniform in [0, 1) drawn from a hash of the seed, the
+// key and the call number: the same call draws the same in every run and
+// every variant.
+func unitDraw(seed uint64, key string, n int) float64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return rand.New(rand.NewPCG(seed^h.Sum64(), uint64(n))).Float64()
 }
 
 // delay draws a lognormal latency of median Median whose 99th percentile
@@ -122,9 +185,7 @@ func (s LatencyShape) delay(seed uint64) func(key string, n int) time.Duration {
 	const z99 = 2.3263478740408408 // the standard normal's 99th percentile
 	sigma := math.Log(float64(s.P99)/float64(s.Median)) / z99
 	return func(key string, n int) time.Duration {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(key))
-		u := rand.New(rand.NewPCG(seed^h.Sum64(), uint64(n))).Float64()
+		u := unitDraw(seed, key, n)
 		z := math.Sqrt2 * math.Erfinv(2*u-1)
 		return min(time.Duration(float64(s.Median)*math.Exp(sigma*z)), maxTail)
 	}
