@@ -48,7 +48,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "audit-n", "process-n", "process-rounds", "process-profile",
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "engines-n", "engines-policies", "audit-n", "process-n", "process-rounds", "process-profile",
 	"consumer-binary", "nats-server-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
 
 // bareMode is the hidden first argument that runs the process scenario's
@@ -76,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		capacityN  = fs.Int("capacity-n", def.CapacityN, "backlog each fleet drains in the capacity scenario")
 		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
 		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
+		enginesN   = fs.Int("engines-n", def.EnginesN, "backlog each backlog cell of the engines scenario drains (its capacity cells drain twice as many)")
+		policies   = fs.String("engines-policies", "production,short", "retry policies the engines scenario runs its matrix with, comma-separated: "+strings.Join(bench.EnginesPolicyNames(), ", "))
 		auditN     = fs.Int("audit-n", def.AuditN, "reads the consumer binary audits in the audit scenario")
 		processN   = fs.Int("process-n", def.ProcessN, "backlog each process of the process scenario drains")
 		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer and the product, each round")
@@ -125,6 +127,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if given["partial-n"] {
 		cfg.PartialN = *partialN
+	}
+	if given["engines-n"] {
+		cfg.EnginesN, cfg.EnginesCapacityN = *enginesN, 2**enginesN
+	}
+	if given["engines-policies"] {
+		cfg.EnginesPolicies = nil
+		for _, name := range strings.Split(*policies, ",") {
+			p, err := bench.EnginesPolicyNamed(strings.TrimSpace(name))
+			if err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: --engines-policies: %v\n", err)
+				return exitBadUsage
+			}
+			cfg.EnginesPolicies = append(cfg.EnginesPolicies, p)
+		}
 	}
 	if given["audit-n"] {
 		cfg.AuditN = *auditN

@@ -86,9 +86,11 @@ func TestRunSmoke(t *testing.T) {
 	bin, err := consumerBinary()
 	require.NoError(t, err)
 	cfg.Binary = bin
-	// TestAuditScenario and TestProcessScenario run theirs with their own
-	// sizes.
-	cfg.Scenarios = slices.DeleteFunc(bench.Scenarios(), func(s string) bool { return s == bench.ScenarioAudit || s == bench.ScenarioProcess })
+	// TestAuditScenario, TestProcessScenario and TestEnginesScenario run
+	// theirs with their own sizes.
+	cfg.Scenarios = slices.DeleteFunc(bench.Scenarios(), func(s string) bool {
+		return s == bench.ScenarioAudit || s == bench.ScenarioProcess || s == bench.ScenarioEngines
+	})
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
 
@@ -160,6 +162,60 @@ func TestRunSmoke(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// The engine matrix with tiny sizes and one short policy: every cell runs,
+// called the engine, and is judged in the table.
+func TestEnginesScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine matrix for about fifteen seconds")
+	}
+	cfg := bench.Smoke()
+	cfg.Scenarios = []string{bench.ScenarioEngines}
+	cfg.Replicas, cfg.EnginesFleets = []int{1}, []int{1}
+	cfg.EnginesN, cfg.EnginesCapacityN = 60, 100
+	cfg.EnginesDown, cfg.EnginesJoinFor, cfg.EnginesThrottleWait, cfg.EnginesSwitchAfter = 300*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	cfg.EnginesSlack = time.Second
+	cfg.EnginesPolicies[0].Trickle = time.Second
+	rep, err := bench.Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.NotNil(t, rep.Engines)
+	require.Len(t, rep.Engines.Runs, 1)
+	cells := rep.Engines.Runs[0].Cells
+	var kinds []string
+	for _, c := range cells {
+		kinds = append(kinds, c.Kind)
+		assert.Positive(t, c.Product.Calls, "%s: the product called the engine", c.Engine)
+		assert.Positive(t, c.Reads, c.Engine)
+	}
+	assert.Equal(t, []string{"capacity", "healthy", "healthy", "mix", "mix", "mix", "switch", "account", "account", "random", "join", "down"}, kinds)
+	for _, c := range cells {
+		switch c.Kind {
+		case "healthy":
+			assert.Positive(t, c.BareGoodput, "the bare client ran first")
+		case "random":
+			assert.InDelta(t, 60*0.4*0.4*0.4*0.4, c.Expected, 1e-9)
+		case "join":
+			assert.Positive(t, c.CrowdPerSec, "the other clients were served")
+		case "down":
+			assert.Positive(t, c.DownCalls, "the engine was down")
+		}
+	}
+
+	var table strings.Builder
+	require.NoError(t, bench.WriteTable(&table, rep))
+	for _, want := range []string{"engines smoke: capacity C", "engines smoke: partial mix, failures answered at once",
+		"10 reads/s for 1s", "engines smoke: partial mix at once, then at once the long tail", "one account throttled",
+		"40% of all calls 503 at random", "kept full by 4 clients", "down for 300ms"} {
+		assert.Contains(t, table.String(), want)
+	}
+	judged := 0
+	for _, row := range rep.Rows() {
+		if row.Met != "" {
+			judged++
+		}
+	}
+	assert.Greater(t, judged, 20, "each cell's targets are judged")
+}
+
 func TestConfigValidate(t *testing.T) {
 	cfg := bench.Defaults()
 	require.NoError(t, cfg.Validate())
@@ -175,6 +231,21 @@ func TestConfigValidate(t *testing.T) {
 	cfg = bench.Smoke()
 	cfg.Pulls = nil
 	assert.Error(t, cfg.Validate())
+
+	cfg = bench.Defaults()
+	cfg.EnginesFleets = []int{0}
+	assert.ErrorContains(t, cfg.Validate(), "engines fleet 0 must be in [1, 64]")
+	cfg = bench.Defaults()
+	cfg.EnginesPolicies = nil
+	assert.ErrorContains(t, cfg.Validate(), "at least one policy")
+	cfg.Scenarios = []string{"capacity"}
+	assert.NoError(t, cfg.Validate(), "no engine matrix, no policy needed")
+	p, err := bench.EnginesPolicyNamed("short")
+	require.NoError(t, err)
+	p.Trickle = 0
+	cfg = bench.Defaults()
+	cfg.EnginesPolicies = []bench.EnginesPolicy{p}
+	assert.ErrorContains(t, cfg.Validate(), "a trickle of 1s or more")
 }
 
 func TestBodyIsAValidReadOfAboutTwoHundredBytes(t *testing.T) {

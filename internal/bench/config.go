@@ -39,12 +39,15 @@ const (
 	// ScenarioProcess: the product binary against a bare consumer, each a
 	// process of its own, on one nats-server process.
 	ScenarioProcess = "process"
+	// ScenarioEngines is the engine matrix: every engine shape of issue 39,
+	// each cell against its target, once per retry policy.
+	ScenarioEngines = "engines"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
 	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioOutage, ScenarioAudit, ScenarioProcess}
+		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioOutage, ScenarioEngines, ScenarioAudit, ScenarioProcess}
 }
 
 // Config says what to run and how big.
@@ -97,6 +100,32 @@ type Config struct {
 	OutageN   int
 	OutageFor time.Duration
 
+	// EnginesN is the backlog of each backlog cell of the engine matrix
+	// (the switch cell drains two), EnginesCapacityN that of its capacity
+	// cells (one per fleet size of Replicas); EnginesRate the trickle
+	// cells' reads a second (each policy says for how long).
+	EnginesN         int
+	EnginesCapacityN int
+	EnginesRate      int
+	// EnginesPolicies are the retry policies the matrix runs with, one
+	// whole matrix each; EnginesFleets the fleet sizes of its rows at "1,
+	// 4" replicas.
+	EnginesPolicies []EnginesPolicy
+	EnginesFleets   []int
+	// EnginesDown is how long the down cell's engine is down from its
+	// first call; EnginesJoinFor how long the join cell's replica runs;
+	// EnginesThrottleWait the max_server_wait of the throttled-account
+	// cells (their Retry-After of 60s is clamped to it); EnginesSwitchAfter
+	// the longest the switch cell's first phase lasts.
+	EnginesDown         time.Duration
+	EnginesJoinFor      time.Duration
+	EnginesThrottleWait time.Duration
+	EnginesSwitchAfter  time.Duration
+	// EnginesSlack is how long past its allowance (its reads at 500 a
+	// second, the policy's longest chain of delays, and its own waits) a
+	// cell may take before it is stopped.
+	EnginesSlack time.Duration
+
 	// AuditN is the reads the audit scenario audits.
 	AuditN int
 
@@ -132,7 +161,8 @@ type Config struct {
 
 // Defaults is the full run; how long it took is on the first line of the
 // table in docs/PERFORMANCE.md, and the audit rows give the audit's own time.
-// The partial scenario uses the production retry policy.
+// The partial scenario uses the production retry policy; the engine matrix
+// runs with it and with short delays (base 50ms, cap 400ms, 4 attempts).
 func Defaults() Config {
 	return Config{
 		N:             200_000,
@@ -153,13 +183,25 @@ func Defaults() Config {
 		ProcessN:      50_000,
 		ProcessRounds: 3,
 		Seed:          20261130,
+
+		EnginesN:            3_000,
+		EnginesCapacityN:    6_000,
+		EnginesRate:         10,
+		EnginesPolicies:     []EnginesPolicy{productionPolicy(), shortPolicy()},
+		EnginesFleets:       []int{1, 4},
+		EnginesDown:         10 * time.Second,
+		EnginesJoinFor:      8 * time.Second,
+		EnginesThrottleWait: 5 * time.Second,
+		EnginesSwitchAfter:  5 * time.Second,
+		EnginesSlack:        5 * time.Second,
 	}
 }
 
 // Smoke is every scenario with tiny sizes: it checks the machinery, and its
 // figures mean little. The partial scenario's retry policy is shortened
 // (base 20ms, cap 100ms, the production attempts), so that its always-failing
-// reads exhaust in well under a second.
+// reads exhaust in well under a second; the engine matrix runs once, with
+// that policy at 4 attempts, one replica where its rows have 1 and 4.
 func Smoke() Config {
 	return Config{
 		N:             2_000,
@@ -180,7 +222,26 @@ func Smoke() Config {
 		ProcessN:      300,
 		ProcessRounds: 2,
 		Seed:          20261130,
+
+		EnginesN:            200,
+		EnginesCapacityN:    400,
+		EnginesRate:         10,
+		EnginesPolicies:     []EnginesPolicy{smokeEnginesPolicy()},
+		EnginesFleets:       []int{1},
+		EnginesDown:         time.Second,
+		EnginesJoinFor:      time.Second,
+		EnginesThrottleWait: time.Second,
+		EnginesSwitchAfter:  time.Second,
+		EnginesSlack:        2 * time.Second,
 	}
+}
+
+// smokeEnginesPolicy is the smoke run's only policy for the engine matrix:
+// smokeRetry with 4 attempts, its trickles 2s.
+func smokeEnginesPolicy() EnginesPolicy {
+	p := smokeRetry()
+	p.MaxAttempts = 4
+	return EnginesPolicy{Name: "smoke", Policy: p, Trickle: 2 * time.Second}
 }
 
 // smokeRetry is the production retry policy with a base of 20ms and a cap of
@@ -220,6 +281,11 @@ func (c Config) Validate() error {
 	if c.Runs(ScenarioOutage) && (c.OutageN < 1 || c.OutageFor <= 0) {
 		return fmt.Errorf("bench: outage n (%d) must be >= 1 and its outage (%s) > 0", c.OutageN, c.OutageFor)
 	}
+	if c.Runs(ScenarioEngines) {
+		if err := c.validateEngines(); err != nil {
+			return err
+		}
+	}
 	if c.Runs(ScenarioProcess) && (c.ProcessN < 1 || c.ProcessRounds < 1) {
 		return fmt.Errorf("bench: process n (%d) and rounds (%d) must be >= 1", c.ProcessN, c.ProcessRounds)
 	}
@@ -236,8 +302,35 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: replicas %d must be in [1, %d]", r, maxReplicas)
 		}
 	}
-	if len(c.Replicas) == 0 && (c.Runs(ScenarioCapacity) || c.Runs(ScenarioCycleOpen)) {
+	if len(c.Replicas) == 0 && (c.Runs(ScenarioCapacity) || c.Runs(ScenarioCycleOpen) || c.Runs(ScenarioEngines)) {
 		return errors.New("bench: at least one fleet size (replicas)")
+	}
+	return nil
+}
+
+// validateEngines checks the engine matrix's sizes and policies.
+func (c Config) validateEngines() error {
+	switch {
+	case c.EnginesN < 1 || c.EnginesCapacityN < 1 || c.EnginesRate < 1:
+		return fmt.Errorf("bench: engines n (%d), capacity n (%d) and rate (%d) must be >= 1", c.EnginesN, c.EnginesCapacityN, c.EnginesRate)
+	case c.EnginesDown <= 0 || c.EnginesJoinFor <= 0 || c.EnginesThrottleWait <= 0 || c.EnginesSwitchAfter <= 0 || c.EnginesSlack <= 0:
+		return fmt.Errorf("bench: engines down (%s), join (%s), throttle wait (%s), switch (%s) and slack (%s) must be > 0",
+			c.EnginesDown, c.EnginesJoinFor, c.EnginesThrottleWait, c.EnginesSwitchAfter, c.EnginesSlack)
+	case len(c.EnginesPolicies) == 0 || len(c.EnginesFleets) == 0:
+		return errors.New("bench: engines: at least one policy and one fleet size")
+	}
+	for _, p := range c.EnginesPolicies {
+		if err := p.Policy.Validate(); err != nil {
+			return fmt.Errorf("bench: engines policy %s: %w", p.Name, err)
+		}
+		if p.Name == "" || p.Trickle < time.Second {
+			return fmt.Errorf("bench: engines policy %q: a name, and a trickle of 1s or more (%s)", p.Name, p.Trickle)
+		}
+	}
+	for _, r := range c.EnginesFleets {
+		if r < 1 || r > maxReplicas {
+			return fmt.Errorf("bench: engines fleet %d must be in [1, %d]", r, maxReplicas)
+		}
 	}
 	return nil
 }

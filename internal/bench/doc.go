@@ -40,6 +40,21 @@
 //     or 429 with Retry-After), or always: the healthy reads' goodput, the
 //     retries' lateness, the attempts of the always-failing reads and the
 //     adaptive limit;
+//   - outage: fleets of 1 and 4 replicas draining a backlog from an engine
+//     down for a while, then back;
+//   - engines: the engine matrix of issue 39, run once per retry policy (the
+//     production one, and short delays): the capacity engine (fleets of
+//     Replicas), healthy engines (uniform 5-25ms, and a long tail of 5ms
+//     with one call in ten at 80ms), the partial mix with its failures
+//     answered at once (simengine's Refuse) or after the service time, as a
+//     backlog and as a trickle of 10 reads/s, the partial mix switched at
+//     once to the long tail, one account throttled (429, Retry-After: 60),
+//     40% of all calls failed at random whatever the load, a replica
+//     joining an engine kept full by four other clients, and an engine down
+//     for 10s; each cell drained by the production pipeline (startFleet,
+//     productionOptions), after the partial scenario's bare client on the
+//     same backlog and engine shape where its target is a share of the
+//     bare client's goodput, and judged against its target;
 //   - process: the consumer binary and a bare consumer (Consume with a pull
 //     of 500, 32 workers POSTing each body with its key, Ack), each run as
 //     a process of its own, alternately, against a nats-server process (not

@@ -29,6 +29,7 @@ type Report struct {
 	RetryBudget *RetryBudget `json:"retry_budget,omitempty"`
 	Outage      *Outage      `json:"outage,omitempty"`
 	Partial     *Partial     `json:"partial,omitempty"`
+	Engines     *Engines     `json:"engines,omitempty"`
 	Audit       *Audit       `json:"audit,omitempty"`
 	Process     *Process     `json:"process,omitempty"`
 }
@@ -100,6 +101,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		{ScenarioRetryBudget, func() (err error) { rep.RetryBudget, err = runRetryBudget(ctx, e, cfg); return err }},
 		{ScenarioPartial, func() (err error) { rep.Partial, err = runPartial(ctx, e, cfg); return err }},
 		{ScenarioOutage, func() (err error) { rep.Outage, err = runOutage(ctx, e, cfg); return err }},
+		{ScenarioEngines, func() (err error) { rep.Engines, err = runEngines(ctx, e, cfg); return err }},
 		{ScenarioAudit, func() (err error) { rep.Audit, err = runAudit(ctx, e, cfg); return err }},
 		{ScenarioProcess, func() (err error) { rep.Process, err = runProcess(ctx, cfg); return err }},
 	}

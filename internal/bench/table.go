@@ -199,6 +199,9 @@ func (r *Report) Rows() []Row {
 	if o := r.Outage; o != nil {
 		rows = append(rows, o.rows()...)
 	}
+	if m := r.Engines; m != nil {
+		rows = append(rows, m.rows()...)
+	}
 	if p := r.Process; p != nil {
 		rows = append(rows, p.rows()...)
 	}

@@ -1,0 +1,708 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
+)
+
+// EnginesPolicy is a retry policy the engine matrix runs with, named.
+type EnginesPolicy struct {
+	Name   string       `json:"name"`
+	Policy retry.Policy `json:"policy"`
+	// Trickle is how long the trickle cells publish at Config.EnginesRate.
+	Trickle time.Duration `json:"trickle_ns"`
+}
+
+// productionPolicy and shortPolicy are the two policies of the matrix: the
+// binary's defaults, and the short delays of issue 39's measures.
+func productionPolicy() EnginesPolicy {
+	return EnginesPolicy{Name: "production", Policy: config.Default().Retry.Policy(), Trickle: 15 * time.Second}
+}
+
+func shortPolicy() EnginesPolicy {
+	p := config.Default().Retry.Policy()
+	p.Base, p.Cap, p.MaxAttempts = 50*time.Millisecond, 400*time.Millisecond, 4
+	return EnginesPolicy{Name: "short", Policy: p, Trickle: 10 * time.Second}
+}
+
+// EnginesPolicyNames are the policies EnginesPolicyNamed knows.
+func EnginesPolicyNames() []string { return []string{"production", "short"} }
+
+// EnginesPolicyNamed returns the matrix's policy of that name: production
+// (config.Default's: base 500ms, cap 30s, 6 attempts; trickles of 15s) or
+// short (base 50ms, cap 400ms, 4 attempts; trickles of 10s).
+func EnginesPolicyNamed(name string) (EnginesPolicy, error) {
+	switch name {
+	case "production":
+		return productionPolicy(), nil
+	case "short":
+		return shortPolicy(), nil
+	}
+	return EnginesPolicy{}, fmt.Errorf("unknown policy %q (want one of %s)", name, strings.Join(EnginesPolicyNames(), ", "))
+}
+
+// Engines is the engine matrix of issue 39: every engine shape the product
+// should hold against, each cell drained by the product (the production
+// pipeline, as the fleet scenarios build it) and judged against its target,
+// the whole matrix once per retry policy.
+type Engines struct {
+	N            int           `json:"n"`
+	CapacityN    int           `json:"capacity_n"`
+	Rate         int           `json:"trickle_per_sec"`
+	Down         time.Duration `json:"down_ns"`
+	JoinFor      time.Duration `json:"join_for_ns"`
+	ThrottleWait time.Duration `json:"throttle_max_server_wait_ns"`
+	Runs         []EnginesRun  `json:"runs"`
+}
+
+// EnginesRun is the matrix with one retry policy.
+type EnginesRun struct {
+	Policy EnginesPolicy `json:"policy"`
+	Took   time.Duration `json:"took_ns"`
+	Cells  []EngineCell  `json:"cells"`
+}
+
+// The kinds of cell, each with its targets (see EngineCell.rows).
+const (
+	cellCapacity = "capacity"
+	cellHealthy  = "healthy"
+	cellMix      = "mix"
+	cellSwitch   = "switch"
+	cellAccount  = "account"
+	cellRandom   = "random"
+	cellJoin     = "join"
+	cellDown     = "down"
+)
+
+// EngineCell is one engine, fleet size and traffic of the matrix: what the
+// product did, and the figures its targets judge. A figure a kind of cell
+// does not measure is zero.
+type EngineCell struct {
+	Kind     string `json:"kind"`
+	Engine   string `json:"engine"`
+	Replicas int    `json:"replicas"`
+	Traffic  string `json:"traffic"`
+	Trickle  bool   `json:"trickle,omitempty"`
+	Reads    int    `json:"reads"` // published
+	// Product is the fleet's run: drained, calls, shed, dead-lettered by
+	// reason, breaker openings, retries, diagnostics, the limit's median.
+	Product FleetRun `json:"product"`
+	// Pauses are the product's "calls paused" warnings (a Retry-After
+	// taken as broad throttling); LimitBound is the fleet's most calls in
+	// flight (replicas x consumer.concurrency).
+	Pauses     int `json:"pauses"`
+	LimitBound int `json:"limit_bound"`
+
+	// Goodput is the product's healthy reads billed/s (the others' for
+	// the throttled account; the second phase's, from a second after the
+	// switch, for switch); BareGoodput the bare client's on the same
+	// backlog and engine shape; *Done that every healthy read was billed.
+	Goodput     float64 `json:"goodput_per_sec,omitempty"`
+	GoodputDone bool    `json:"goodput_done,omitempty"`
+	BareGoodput float64 `json:"bare_goodput_per_sec,omitempty"`
+	BareDone    bool    `json:"bare_done,omitempty"`
+	// Capacity is the engine's C, where it has one.
+	Capacity float64 `json:"capacity_per_sec,omitempty"`
+
+	// The always-503 reads: how many, their calls' fewest and most, and
+	// how many were dead-lettered exhausted.
+	AlwaysBad       int `json:"always_503,omitempty"`
+	AlwaysCallsMin  int `json:"always_503_calls_min,omitempty"`
+	AlwaysCallsMax  int `json:"always_503_calls_max,omitempty"`
+	AlwaysExhausted int `json:"always_503_exhausted,omitempty"`
+	// Recall are the gaps of the 429 reads (the throttled account's, for
+	// account) from their 429 to their next call; WaitFloor the least
+	// the account's should be, min(60s, max_server_wait).
+	Recall    Gaps          `json:"recall_gaps"`
+	WaitFloor time.Duration `json:"wait_floor_ns,omitempty"`
+	// Lateness of the retries past the delay asked; BillableDeadLettered
+	// reads were dead-lettered though the engine would have billed them.
+	Lateness             Lateness `json:"lateness"`
+	BillableDeadLettered int      `json:"billable_dead_lettered,omitempty"`
+
+	// Random failures: the reads exhausted, and those expected by chance
+	// with the binomial band around them.
+	Exhausted int     `json:"exhausted,omitempty"`
+	Expected  float64 `json:"expected,omitempty"`
+	BandLow   float64 `json:"band_low,omitempty"`
+	BandHigh  float64 `json:"band_high,omitempty"`
+
+	// SwitchAfter is when the engine switched, from the fleet's start.
+	SwitchAfter time.Duration `json:"switch_after_ns,omitempty"`
+	// ReplicaPerSec is what a replica joining an engine kept full by
+	// others billed a second, CrowdPerSec what the others did.
+	ReplicaPerSec float64 `json:"replica_per_sec,omitempty"`
+	CrowdPerSec   float64 `json:"crowd_per_sec,omitempty"`
+	// DownCalls are the calls answered while the engine was down;
+	// Recovery from its return to the last read billed; AllBilled that
+	// every read was.
+	DownCalls int64         `json:"down_calls,omitempty"`
+	Recovery  time.Duration `json:"recovery_ns,omitempty"`
+	AllBilled bool          `json:"all_billed,omitempty"`
+}
+
+// engine matrix sizes the cells do not take from Config.
+const (
+	// randomFailShare of the random cell's calls fail, whatever the load.
+	randomFailShare = 0.4
+	// crowdClients closed loops of crowdInFlight calls each keep the join
+	// cell's engine full, a shed retried after crowdPause.
+	crowdClients  = 4
+	crowdInFlight = 4
+	crowdPause    = 5 * time.Millisecond
+	// drainFloor is the rate a cell's backlog is given to drain at before
+	// it is stopped, beside the policy's longest chain and the slack.
+	drainFloor = 500
+)
+
+// joinEngine is the join cell's: 2 servers of 20ms (100 calls a second) and
+// a queue of 4, shedding with 503 past it, no Retry-After.
+var joinEngine = EngineSpec{Servers: 2, ServiceTime: 20 * time.Millisecond, Jitter: 0.25, Queue: 4, Capacity: 100}
+
+// runEngines runs the matrix once per policy of cfg.
+func runEngines(ctx context.Context, e *env, cfg Config) (*Engines, error) {
+	out := &Engines{N: cfg.EnginesN, CapacityN: cfg.EnginesCapacityN, Rate: cfg.EnginesRate, Down: cfg.EnginesDown,
+		JoinFor: cfg.EnginesJoinFor, ThrottleWait: cfg.EnginesThrottleWait}
+	for pi, p := range cfg.EnginesPolicies {
+		t0 := time.Now()
+		m := &matrix{ctx: ctx, e: e, cfg: cfg, p: p, seed: cfg.Seed + uint64(pi+1)<<40}
+		run := EnginesRun{Policy: p}
+		for _, c := range m.cells() {
+			cell, err := c.run()
+			if err != nil {
+				return nil, fmt.Errorf("%s policy, %s: %w", p.Name, c.name, err)
+			}
+			run.Cells = append(run.Cells, cell)
+			cfg.progress("engines %s: %s", p.Name, cell.summary())
+		}
+		run.Took = time.Since(t0)
+		out.Runs = append(out.Runs, run)
+	}
+	return out, nil
+}
+
+// matrix runs the cells of one policy.
+type matrix struct {
+	ctx  context.Context
+	e    *env
+	cfg  Config
+	p    EnginesPolicy
+	seed uint64
+	n    int // cells started, for seeds and durable names
+}
+
+type matrixCell struct {
+	name string
+	run  func() (EngineCell, error)
+}
+
+// cells are the matrix's cells in the order they run: the rows of issue
+// 39's table.
+func (m *matrix) cells() []matrixCell {
+	var cs []matrixCell
+	add := func(name string, run func() (EngineCell, error)) { cs = append(cs, matrixCell{name, run}) }
+	for _, r := range m.cfg.Replicas {
+		add(fmt.Sprintf("capacity, %d replicas", r), func() (EngineCell, error) { return m.capacity(r) })
+	}
+	for _, shape := range []LatencyShape{uniformShape, tailShape} {
+		add("healthy "+shape.Name, func() (EngineCell, error) { return m.healthy(shape) })
+	}
+	for _, r := range m.cfg.EnginesFleets {
+		add(fmt.Sprintf("partial mix at once, %d replicas", r), func() (EngineCell, error) { return m.mix(true, r, false) })
+	}
+	for _, r := range m.cfg.EnginesFleets {
+		add(fmt.Sprintf("partial mix at once, trickle, %d replicas", r), func() (EngineCell, error) { return m.mix(true, r, true) })
+	}
+	for _, r := range m.cfg.EnginesFleets {
+		add(fmt.Sprintf("partial mix after service, %d replicas", r), func() (EngineCell, error) { return m.mix(false, r, false) })
+	}
+	add("partial mix, then the long tail", m.switched)
+	add("one account throttled", func() (EngineCell, error) { return m.account(false) })
+	add("one account throttled, trickle", func() (EngineCell, error) { return m.account(true) })
+	for _, r := range m.cfg.EnginesFleets {
+		add(fmt.Sprintf("random failures, %d replicas", r), func() (EngineCell, error) { return m.random(r) })
+	}
+	add("joining a full engine", m.join)
+	for _, r := range m.cfg.EnginesFleets {
+		add(fmt.Sprintf("down, %d replicas", r), func() (EngineCell, error) { return m.down(r) })
+	}
+	return cs
+}
+
+// next starts a cell: its seed.
+func (m *matrix) next() uint64 {
+	m.n++
+	return m.seed + uint64(m.n)<<12
+}
+
+// durable names a cell's durable.
+func (m *matrix) durable(kind string, replicas int) string {
+	return fmt.Sprintf("engines-%s-%d-%s-%d", m.p.Name, m.n, kind, replicas)
+}
+
+// longest is how long a cell of n reads may take before it is stopped:
+// n at drainFloor a second, the policy's longest chain of delays, extra
+// and the slack.
+func (m *matrix) longest(n int, extra time.Duration) time.Duration {
+	return time.Duration(float64(n)/drainFloor*float64(time.Second)) + longestChain(m.p.Policy) + extra + m.cfg.EnginesSlack
+}
+
+func (m *matrix) bound(replicas int) int { return replicas * config.Default().Consumer.Concurrency }
+
+func backlogTraffic(n int) string { return fmt.Sprintf("backlog %d", n) }
+
+// trickle publishes rate reads a second for d once the fleet runs.
+func trickle(rate int, d time.Duration) func(context.Context, jetstream.JetStream) (uint64, error) {
+	return func(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+		seqs, err := publishPaced(ctx, js, rate, d)
+		if err != nil || len(seqs) == 0 {
+			return 0, err
+		}
+		return seqs[len(seqs)-1], nil
+	}
+}
+
+// paced is how many reads publishPaced publishes at rate a second for d.
+func paced(rate int, d time.Duration) int { return int(int64(rate) * int64(d) / int64(time.Second)) }
+
+// billedAtLeast is an engine condition: n bills.
+func billedAtLeast(n int) func(simengine.Stats) bool {
+	return func(st simengine.Stats) bool { return st.Billed >= int64(n) }
+}
+
+// count is how many of kinds are k.
+func count(kinds []readKind, k readKind) int {
+	n := 0
+	for _, x := range kinds {
+		if x == k {
+			n++
+		}
+	}
+	return n
+}
+
+// capacity drains a backlog with a fleet of r replicas against the
+// capacity engine (drainFleet, as the capacity scenario does).
+func (m *matrix) capacity(r int) (EngineCell, error) {
+	seed := m.next()
+	spec := capacityEngine
+	n := m.cfg.EnginesCapacityN
+	ideal := time.Duration(float64(n) / spec.Capacity * float64(time.Second))
+	c := &Capacity{Engine: spec, N: n, Ideal: ideal, Longest: ideal + longestChain(m.p.Policy) + m.cfg.EnginesSlack}
+	logs := pauseCounter()
+	run, err := drainFleet(m.ctx, m.e, m.cfg, c, fleetSpec{replicas: r, adaptive: true, seed: seed, policy: m.p.Policy, log: logs})
+	if err != nil {
+		return EngineCell{}, err
+	}
+	return EngineCell{Kind: cellCapacity, Engine: fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", spec.Servers, spec.ServiceTime, spec.Queue),
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: logs.pauses(), LimitBound: m.bound(r), Capacity: spec.Capacity}, nil
+}
+
+// healthy drains a backlog of healthy reads from an engine of shape with
+// the bare client, then with one replica.
+func (m *matrix) healthy(shape LatencyShape) (EngineCell, error) {
+	seed := m.next()
+	n := m.cfg.EnginesN
+	kinds := healthyMix.kinds(n, seed)
+	cell := EngineCell{Kind: cellHealthy, Engine: "healthy, " + shape.Name, Replicas: 1, Traffic: backlogTraffic(n), Reads: n, LimitBound: m.bound(1)}
+	bare, err := m.bare(shape, kinds, seed, true, m.p.Policy, billedAtLeast(n))
+	if err != nil {
+		return cell, err
+	}
+	srv, err := mixEngine(m.ctx, shape, kinds, seed, true)
+	if err != nil {
+		return cell, err
+	}
+	defer srv.Close()
+	logs := pauseCounter()
+	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, m.longest(n, 0), fleetSpec{replicas: 1},
+		traffic{backlog: n}, m.durable("healthy", 1), logs)
+	if err != nil {
+		return cell, err
+	}
+	cell.Product, cell.Pauses = mr.fleet, logs.pauses()
+	cell.Goodput, cell.GoodputDone, cell.BareGoodput, cell.BareDone = run.Goodput, run.HealthyDone, bare.Goodput, bare.HealthyDone
+	return cell, nil
+}
+
+// bare drains kinds with the bare client from a fresh engine of shape,
+// until until holds for the engine, or the cell's deadline.
+func (m *matrix) bare(shape LatencyShape, kinds []readKind, seed uint64, atOnce bool, policy retry.Policy, until func(simengine.Stats) bool) (PartialRun, error) {
+	srv, err := mixEngine(m.ctx, shape, kinds, seed, atOnce)
+	if err != nil {
+		return PartialRun{}, err
+	}
+	defer srv.Close()
+	return bareMix(m.ctx, m.e, srv, kinds, seed, policy, m.longest(len(kinds), policy.MaxServerWait), until)
+}
+
+// mix drains the partial mix (15% 503 once, 3% 429 Retry-After: 1 once, 5%
+// 503 always) from an engine whose healthy reads take 5-25ms, its failures
+// answered at once or after the service time, with r replicas: a backlog,
+// after the bare client on the same backlog, or a trickle.
+func (m *matrix) mix(atOnce bool, r int, trickled bool) (EngineCell, error) {
+	seed := m.next()
+	when := "after the service time"
+	if atOnce {
+		when = "at once"
+	}
+	cell := EngineCell{Kind: cellMix, Engine: "partial mix, failures answered " + when + ", healthy " + uniformShape.Name,
+		Replicas: r, Trickle: trickled, LimitBound: m.bound(r)}
+	tr, n, longest := traffic{backlog: m.cfg.EnginesN}, m.cfg.EnginesN, m.longest(m.cfg.EnginesN, 0)
+	if trickled {
+		n = paced(m.cfg.EnginesRate, m.p.Trickle)
+		tr = traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle)}
+		longest = m.p.Trickle + m.longest(0, 0)
+		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
+	} else {
+		cell.Traffic = backlogTraffic(n)
+	}
+	cell.Reads = n
+	kinds := partialMix.kinds(n, seed)
+	if !trickled {
+		bare, err := m.bare(uniformShape, kinds, seed, atOnce, m.p.Policy, billedAtLeast(n-count(kinds, alwaysBad)))
+		if err != nil {
+			return cell, err
+		}
+		cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
+	}
+	srv, err := mixEngine(m.ctx, uniformShape, kinds, seed, atOnce)
+	if err != nil {
+		return cell, err
+	}
+	defer srv.Close()
+	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, longest, fleetSpec{replicas: r}, tr, m.durable("mix", r), nil)
+	if err != nil {
+		return cell, err
+	}
+	cell.Product, cell.Pauses = mr.fleet, mr.logs.pauses()
+	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
+	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
+	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, mr.dead)
+	cell.Recall = recallGaps(mr.ledger, kinds, tooMany)
+	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
+	return cell, nil
+}
+
+// exhaustedOf counts the reads of kind k dead-lettered exhausted.
+func exhaustedOf(kinds []readKind, k readKind, dead map[int]string) int {
+	n := 0
+	for i, reason := range dead {
+		if i < len(kinds) && kinds[i] == k && reason == "exhausted" {
+			n++
+		}
+	}
+	return n
+}
+
+// switched drains a backlog of the partial mix answered at once, then, at
+// once, switches the engine to the long tail and publishes a second backlog
+// of healthy reads, in one process: the second phase's goodput from a
+// second after the switch, against the bare client's on the long tail. The
+// switch comes when every billable read of the first phase is billed, or
+// EnginesSwitchAfter from the start.
+func (m *matrix) switched() (EngineCell, error) {
+	seed := m.next()
+	n := m.cfg.EnginesN
+	cell := EngineCell{Kind: cellSwitch, Engine: "partial mix at once, then at once the " + tailShape.Name, Replicas: 1,
+		Traffic: fmt.Sprintf("backlog %d, then %d", n, n), Reads: 2 * n, LimitBound: m.bound(1)}
+	bare, err := m.bare(tailShape, healthyMix.kinds(n, seed), seed, true, m.p.Policy, billedAtLeast(n))
+	if err != nil {
+		return cell, err
+	}
+	cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
+
+	kinds := make([]readKind, 2*n) // the second phase's are healthy
+	first := partialMix.kinds(n, seed)
+	copy(kinds, first)
+	billable := n - count(first, alwaysBad)
+	srv, err := mixEngine(m.ctx, uniformShape, kinds, seed, true)
+	if err != nil {
+		return cell, err
+	}
+	defer srv.Close()
+	var second atomic.Int64 // reads of the second phase billed
+	var at time.Time
+	tr := traffic{backlog: n, then: func(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+		wctx, cancel := context.WithTimeout(ctx, m.cfg.EnginesSwitchAfter)
+		_ = srv.Await(wctx, billedAtLeast(billable))
+		cancel()
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		srv.SetRefuse(nil)
+		if err := srv.SetServiceTime(tailShape.ServiceTime, tailShape.Jitter); err != nil {
+			return 0, err
+		}
+		srv.SetDelay(tailShape.delayFunc(seed))
+		srv.SetAnswer(func(key string, _ int) (int, http.Header) {
+			if i, ok := Index(key); ok && i >= n && !srv.Billed(key) {
+				second.Add(1)
+			}
+			return http.StatusOK, nil
+		})
+		at = time.Now()
+		return publishBacklog(ctx, js, n, n)
+	}, done: func(simengine.Stats) bool { return second.Load() >= int64(n) }}
+	logs := pauseCounter()
+	run, err := drainTraffic(m.ctx, m.e, srv, tr, m.longest(2*n, m.cfg.EnginesSwitchAfter), m.durable("switch", 1),
+		fleetSpec{replicas: 1, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+	if err != nil {
+		return cell, err
+	}
+	cell.Product, cell.Pauses = run, logs.pauses()
+	if !at.IsZero() {
+		cell.SwitchAfter = at.Sub(run.started)
+		_, cell.Goodput = billedFrom(srv.Ledger(), at, at.Add(time.Second))
+		cell.GoodputDone = second.Load() >= int64(n)
+	}
+	return cell, nil
+}
+
+// account drains reads of which one account's (a twentieth) are answered
+// 429 with Retry-After: 60 at once on their first call, the product's
+// max_server_wait EnginesThrottleWait: a backlog after the bare client, or
+// a trickle.
+func (m *matrix) account(trickled bool) (EngineCell, error) {
+	seed := m.next()
+	policy := m.p.Policy
+	policy.MaxServerWait = m.cfg.EnginesThrottleWait
+	cell := EngineCell{Kind: cellAccount, Engine: "one account throttled (429, Retry-After: 60, at once), healthy " + uniformShape.Name,
+		Replicas: 1, Trickle: trickled, LimitBound: m.bound(1), WaitFloor: min(quotaAsked, policy.MaxServerWait)}
+	n, tr, longest := m.cfg.EnginesN, traffic{backlog: m.cfg.EnginesN}, m.longest(m.cfg.EnginesN, policy.MaxServerWait)
+	if trickled {
+		n = paced(m.cfg.EnginesRate, m.p.Trickle)
+		tr = traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle)}
+		longest = m.p.Trickle + m.longest(0, policy.MaxServerWait)
+		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
+	} else {
+		cell.Traffic = backlogTraffic(n)
+	}
+	cell.Reads = n
+	kinds := accountMix.kinds(n, seed)
+	if !trickled {
+		bare, err := m.bare(uniformShape, kinds, seed, true, policy, billedAtLeast(n))
+		if err != nil {
+			return cell, err
+		}
+		cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
+	}
+	srv, err := mixEngine(m.ctx, uniformShape, kinds, seed, true)
+	if err != nil {
+		return cell, err
+	}
+	defer srv.Close()
+	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, policy, longest, fleetSpec{replicas: 1}, tr, m.durable("account", 1), nil)
+	if err != nil {
+		return cell, err
+	}
+	cell.Product, cell.Pauses = mr.fleet, mr.logs.pauses()
+	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
+	cell.Recall = recallGaps(mr.ledger, kinds, throttled)
+	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
+	return cell, nil
+}
+
+// random drains a backlog with r replicas from an engine that fails 40% of
+// all calls with 503 at once, drawn call by call whatever the load, its
+// other calls taking 5-25ms.
+func (m *matrix) random(r int) (EngineCell, error) {
+	seed := m.next()
+	n := m.cfg.EnginesN
+	o := uniformShape.options(seed)
+	o.Refuse = func(key string, k int) (int, http.Header) {
+		if unitDraw(seed^0x40, key, k) < randomFailShare {
+			return http.StatusServiceUnavailable, nil
+		}
+		return 0, nil
+	}
+	srv, err := serveEngine(m.ctx, o)
+	if err != nil {
+		return EngineCell{}, err
+	}
+	defer srv.Close()
+	logs := pauseCounter()
+	run, err := drainBacklog(m.ctx, m.e, srv, n, m.longest(n, 0), m.durable("random", r),
+		fleetSpec{replicas: r, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+	if err != nil {
+		return EngineCell{}, err
+	}
+	cell := EngineCell{Kind: cellRandom, Engine: fmt.Sprintf("%.0f%% of all calls 503 at random, at once, whatever the load; the rest %s", 100*randomFailShare, uniformShape.Name),
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: logs.pauses(), LimitBound: m.bound(r)}
+	cell.Exhausted = run.DeadLetters["exhausted"]
+	cell.Expected, cell.BandLow, cell.BandHigh = binomialBand(n, math.Pow(randomFailShare, float64(m.p.Policy.MaxAttempts)), matrixSigmas)
+	return cell, nil
+}
+
+// join runs one replica for EnginesJoinFor on a backlog it cannot drain in
+// that time, against an engine of 2 servers of 20ms and a queue of 4 kept
+// full by four plain HTTP clients started first.
+func (m *matrix) join() (EngineCell, error) {
+	seed := m.next()
+	spec := joinEngine
+	cell := EngineCell{Kind: cellJoin, Engine: fmt.Sprintf("%d servers x %s, queue %d, kept full by %d clients of %d calls", spec.Servers, spec.ServiceTime, spec.Queue, crowdClients, crowdInFlight),
+		Replicas: 1, Capacity: spec.Capacity, LimitBound: m.bound(1)}
+	srv, err := serveEngine(m.ctx, simengine.Options{Servers: spec.Servers, ServiceTime: spec.ServiceTime, Jitter: spec.Jitter, Queue: spec.Queue,
+		Rand: seeded(seed, 0x901)})
+	if err != nil {
+		return cell, err
+	}
+	defer srv.Close()
+	stopCrowd := startCrowd(m.ctx, srv.URL, crowdClients, crowdInFlight, crowdPause)
+	wctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+	_ = srv.Await(wctx, func(st simengine.Stats) bool { return st.InSystem >= spec.Servers+spec.Queue })
+	cancel()
+	// Twice what the whole engine serves in the window: the replica never
+	// runs out.
+	n := int(2*spec.Capacity*m.cfg.EnginesJoinFor.Seconds()) + 100
+	cell.Reads, cell.Traffic = n, fmt.Sprintf("backlog %d, for %s", n, m.cfg.EnginesJoinFor)
+	logs := pauseCounter()
+	run, err := drainBacklog(m.ctx, m.e, srv, n, m.cfg.EnginesJoinFor, m.durable("join", 1),
+		fleetSpec{replicas: 1, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+	stopCrowd()
+	if err != nil {
+		return cell, err
+	}
+	// The engine's totals are the crowd's too: the replica's calls, sheds
+	// and bills are counted from the ledger, within its run.
+	from, to := run.started, run.started.Add(run.Elapsed)
+	var replica, crowd int
+	run.Calls, run.Shed, run.Billed = 0, 0, 0
+	for key, calls := range srv.Ledger() {
+		_, ours := Index(key)
+		for _, c := range calls {
+			if ours {
+				run.Calls++
+				if c.Outcome == simengine.Shed {
+					run.Shed++
+				}
+			}
+			if c.Outcome != simengine.Billed || c.At.Before(from) || !answered(c).Before(to) {
+				continue
+			}
+			if ours {
+				replica++
+			} else {
+				crowd++
+			}
+		}
+	}
+	run.Billed = int64(replica)
+	run.ShedShare = 0
+	if run.Calls > 0 {
+		run.ShedShare = float64(run.Shed) / float64(run.Calls)
+	}
+	cell.Product, cell.Pauses = run, logs.pauses()
+	if s := run.Elapsed.Seconds(); s > 0 {
+		cell.ReplicaPerSec, cell.CrowdPerSec = float64(replica)/s, float64(crowd)/s
+	}
+	return cell, nil
+}
+
+// startCrowd starts clients plain HTTP clients posting to url, each a
+// closed loop of inFlight calls: a call not answered 2xx is made again
+// after pause, one answered 2xx is followed by the next read. It returns
+// the function that stops them and waits for them.
+func startCrowd(ctx context.Context, url string, clients, inFlight int, pause time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var posters []*poster
+	for c := range clients {
+		p := newPoster(url, inFlight)
+		posters = append(posters, p)
+		for g := range inFlight {
+			wg.Go(func() {
+				for i := 0; ctx.Err() == nil; i++ {
+					key := fmt.Sprintf("crowd-%d-%d-%d", c, g, i)
+					body := Body(i)
+					for ctx.Err() == nil {
+						status, _, err := p.do(ctx, body, key)
+						if err == nil && status >= 200 && status < 300 {
+							break
+						}
+						_ = retry.Sleep(ctx, pause)
+					}
+				}
+			})
+		}
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		for _, p := range posters {
+			p.close()
+		}
+	}
+}
+
+// down drains a backlog with r replicas from an engine that answers every
+// call 503 at once for EnginesDown from its first call, then serves them in
+// 5-25ms.
+func (m *matrix) down(r int) (EngineCell, error) {
+	seed := m.next()
+	n := m.cfg.EnginesN
+	var (
+		once   sync.Once
+		isDown atomic.Bool
+		calls  atomic.Int64
+		healed atomic.Int64 // unix ns
+	)
+	isDown.Store(true)
+	o := uniformShape.options(seed)
+	o.Refuse = func(string, int) (int, http.Header) {
+		once.Do(func() {
+			time.AfterFunc(m.cfg.EnginesDown, func() { healed.Store(time.Now().UnixNano()); isDown.Store(false) })
+		})
+		if isDown.Load() {
+			calls.Add(1)
+			return http.StatusServiceUnavailable, nil
+		}
+		return 0, nil
+	}
+	srv, err := serveEngine(m.ctx, o)
+	if err != nil {
+		return EngineCell{}, err
+	}
+	defer srv.Close()
+	logs := pauseCounter()
+	run, err := drainBacklog(m.ctx, m.e, srv, n, m.longest(n, m.cfg.EnginesDown+matrixRecovery), m.durable("down", r),
+		fleetSpec{replicas: r, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+	if err != nil {
+		return EngineCell{}, err
+	}
+	cell := EngineCell{Kind: cellDown, Engine: fmt.Sprintf("down for %s (503 at once to every call), then %s", m.cfg.EnginesDown, uniformShape.Name),
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: logs.pauses(), LimitBound: m.bound(r), DownCalls: calls.Load()}
+	last, billed := lastBilled(srv.Ledger())
+	cell.AllBilled = billed >= n
+	if h := healed.Load(); h != 0 && cell.AllBilled {
+		cell.Recovery = last.Sub(time.Unix(0, h))
+	}
+	return cell, nil
+}
+
+// summary is the cell's progress line.
+func (c EngineCell) summary() string {
+	p := c.Product
+	s := fmt.Sprintf("%s, %d replicas, %s: drained %t in %s, billed %d of %d calls, dead-lettered %v, breaker opened %d, pauses %d, limit median %d of %d",
+		c.Engine, c.Replicas, c.Traffic, p.Drained, p.Elapsed.Round(time.Millisecond), p.Billed, p.Calls, p.DeadLetters, p.BreakerOpened,
+		c.Pauses, p.LimitMedian, c.LimitBound)
+	if c.BareGoodput > 0 || c.Goodput > 0 {
+		s += fmt.Sprintf(", goodput %.0f/s (bare %.0f/s)", c.Goodput, c.BareGoodput)
+	}
+	if len(p.Diagnostics) > 0 {
+		s += fmt.Sprintf(", diagnostics %v", p.Diagnostics)
+	}
+	return s
+}
