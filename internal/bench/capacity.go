@@ -115,6 +115,9 @@ type FleetRun struct {
 	// settled (its MaxAckPending room in use), sampled every 100ms.
 	PeakAckPending int           `json:"peak_ack_pending"`
 	Stall          time.Duration `json:"longest_stall_ns"`
+	// Pauses is the fleet's meter_consumer_engine_pauses_total, where the
+	// product has that metric (0 where it does not).
+	Pauses int `json:"pauses,omitempty"`
 
 	// started is when the fleet's time started (see startFleet).
 	started time.Time
@@ -263,6 +266,7 @@ func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic
 	out.RetriesSpent = int(f.counter("retries_total", map[string]string{"budget": "spent"}))
 	out.RetriesDenied = int(f.counter("retries_total", map[string]string{"budget": "denied"}))
 	out.Diagnostics = f.diagnostics()
+	out.Pauses = int(f.counter("engine_pauses_total", nil))
 	out.LimitMedian, out.MeanInSystem, out.MeanBusy = median(limits), mean(inSystem), mean(busy)
 	out.PeakAckPending = peakAckPending
 	return out, nil

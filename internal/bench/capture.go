@@ -37,7 +37,7 @@ const maxCredited = 10
 const creditedLine = "shed while the engine sheds broadly: not charged"
 
 // pausedLine is the consumer's warn line when it pauses its calls on a
-// Retry-After (there is no metric of it).
+// Retry-After (older products have no metric of it: see FleetRun.Pauses).
 const pausedLine = "the rate engine throttles broadly: calls paused"
 
 // asked is one delay asked for a read: when it was asked (the NAK), and the

@@ -99,8 +99,9 @@ type EngineCell struct {
 	// Product is the fleet's run: drained, calls, shed, dead-lettered by
 	// reason, breaker openings, retries, diagnostics, the limit's median.
 	Product FleetRun `json:"product"`
-	// Pauses are the product's "calls paused" warnings (a Retry-After
-	// taken as broad throttling); LimitBound is the fleet's most calls in
+	// Pauses are the product's pauses on a Retry-After: its "calls
+	// paused" warnings, or its engine_pauses_total where it has that
+	// metric, whichever is more; LimitBound is the fleet's most calls in
 	// flight (replicas x consumer.concurrency).
 	Pauses     int `json:"pauses"`
 	LimitBound int `json:"limit_bound"`
@@ -307,7 +308,7 @@ func (m *matrix) capacity(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	return EngineCell{Kind: cellCapacity, Engine: fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", spec.Servers, spec.ServiceTime, spec.Queue),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: logs.pauses(), LimitBound: m.bound(r), Capacity: spec.Capacity}, nil
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: max(logs.pauses(), run.Pauses), LimitBound: m.bound(r), Capacity: spec.Capacity}, nil
 }
 
 // healthy drains a backlog of healthy reads from an engine of shape with
@@ -332,7 +333,7 @@ func (m *matrix) healthy(shape LatencyShape) (EngineCell, error) {
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = mr.fleet, logs.pauses()
+	cell.Product, cell.Pauses = mr.fleet, max(logs.pauses(), mr.fleet.Pauses)
 	cell.Goodput, cell.GoodputDone, cell.BareGoodput, cell.BareDone = run.Goodput, run.HealthyDone, bare.Goodput, bare.HealthyDone
 	return cell, nil
 }
@@ -387,7 +388,7 @@ func (m *matrix) mix(atOnce bool, r int, trickled bool) (EngineCell, error) {
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = mr.fleet, mr.logs.pauses()
+	cell.Product, cell.Pauses = mr.fleet, max(mr.logs.pauses(), mr.fleet.Pauses)
 	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
 	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
 	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, mr.dead)
@@ -462,7 +463,7 @@ func (m *matrix) switched() (EngineCell, error) {
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = run, logs.pauses()
+	cell.Product, cell.Pauses = run, max(logs.pauses(), run.Pauses)
 	if !at.IsZero() {
 		cell.SwitchAfter = at.Sub(run.started)
 		_, cell.Goodput = billedFrom(srv.Ledger(), at, at.Add(time.Second))
@@ -508,7 +509,7 @@ func (m *matrix) account(trickled bool) (EngineCell, error) {
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = mr.fleet, mr.logs.pauses()
+	cell.Product, cell.Pauses = mr.fleet, max(mr.logs.pauses(), mr.fleet.Pauses)
 	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
 	cell.Recall = recallGaps(mr.ledger, kinds, throttled)
 	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
@@ -540,7 +541,7 @@ func (m *matrix) random(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	cell := EngineCell{Kind: cellRandom, Engine: fmt.Sprintf("%.0f%% of all calls 503 at random, at once, whatever the load; the rest %s", 100*randomFailShare, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: logs.pauses(), LimitBound: m.bound(r)}
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: max(logs.pauses(), run.Pauses), LimitBound: m.bound(r)}
 	cell.Exhausted = run.DeadLetters["exhausted"]
 	cell.Expected, cell.BandLow, cell.BandHigh = binomialBand(n, math.Pow(randomFailShare, float64(m.p.Policy.MaxAttempts)), matrixSigmas)
 	return cell, nil
@@ -604,7 +605,7 @@ func (m *matrix) join() (EngineCell, error) {
 	if run.Calls > 0 {
 		run.ShedShare = float64(run.Shed) / float64(run.Calls)
 	}
-	cell.Product, cell.Pauses = run, logs.pauses()
+	cell.Product, cell.Pauses = run, max(logs.pauses(), run.Pauses)
 	if s := run.Elapsed.Seconds(); s > 0 {
 		cell.ReplicaPerSec, cell.CrowdPerSec = float64(replica)/s, float64(crowd)/s
 	}
@@ -683,7 +684,7 @@ func (m *matrix) down(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	cell := EngineCell{Kind: cellDown, Engine: fmt.Sprintf("down for %s (503 at once to every call), then %s", m.cfg.EnginesDown, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: logs.pauses(), LimitBound: m.bound(r), DownCalls: calls.Load()}
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: max(logs.pauses(), run.Pauses), LimitBound: m.bound(r), DownCalls: calls.Load()}
 	last, billed := lastBilled(srv.Ledger())
 	cell.AllBilled = billed >= n
 	if h := healed.Load(); h != 0 && cell.AllBilled {
