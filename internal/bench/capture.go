@@ -33,8 +33,8 @@ type nakCapture struct {
 const maxCredited = 10
 
 // creditedLine is the consumer's debug line of a shed not charged because
-// the engine sheds broadly.
-const creditedLine = "shed while the engine sheds broadly: not charged"
+// the engine sheds its load.
+const creditedLine = "shed while the engine sheds its load: not charged"
 
 // pausedLine is the consumer's warn line when it pauses its calls on a
 // Retry-After (older products have no metric of it: see FleetRun.Pauses).

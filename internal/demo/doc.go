@@ -27,14 +27,17 @@
 // second, ten times the head-end's rate; publish faster, or drain a backlog
 // at full concurrency, and it sheds). It answers 400 to anything but a POST
 // of valid JSON with Content-Type application/json and an Idempotency-Key
-// header. A served call for a key already billed answers 200 again without
-// billing twice. Otherwise it draws an outcome from the seed, the key and the
-// call's number: 200 (billed), 503, 429 with Retry-After, a slow 200 (slow on
-// the way back: it holds no server), or 422. StartRateEngine serves it on
+// header. Each call draws an outcome from the seed, the key and the call's
+// number: 503, 429 with Retry-After, or 422 are the read's own failures,
+// answered at once on arrival, before any work, as a real engine answers
+// them (they take no server and no queue place); otherwise the call is
+// served: 200 (billed), or a slow 200 (slow on the way back: it holds no
+// server). A served call for a key already billed answers 200 again
+// without billing twice. StartRateEngine serves it on
 // "/reads" until its context ends, then shuts down gracefully; it logs the
 // capacity at the start and a warning for every 10s in which calls were shed.
 // The engine remembers every call for its lifetime, which is fine for a demo.
-// A served call's outcome is a fact about its read (its key and the call's
+// A call's outcome is a fact about its read (its key and the call's
 // number), never about the load: the load shows only through the capacity,
 // in the wait in the queue and the calls shed past it.
 //

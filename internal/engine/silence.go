@@ -9,6 +9,10 @@ import (
 // call, and what has failed since.
 type silence struct {
 	answered time.Duration // when a call was last answered (monotonic; 0: never)
+	// recent are the times of the last answers (a ring; 0: none), for the
+	// rate the engine answers at.
+	recent [16]time.Duration
+	next   int
 	// failing is when the first call sent after the last answer that
 	// failed was sent (0: none).
 	failing time.Duration
@@ -17,12 +21,16 @@ type silence struct {
 	others [16]uint64
 	n      int
 	k      int
+	// failed is how many calls sent after the last answer failed.
+	failed int
 }
 
 // answer records an answer at now; p is the share of first attempts that
 // failed over the window, the chance a read fails on its own.
 func (s *silence) answer(now time.Duration, p float64) {
-	s.answered, s.failing, s.n = now, 0, 0
+	s.answered, s.failing, s.n, s.failed = now, 0, 0, 0
+	s.recent[s.next] = max(now, 1)
+	s.next = (s.next + 1) % len(s.recent)
 	s.k = runOfChance(p)
 }
 
@@ -36,6 +44,7 @@ func (s *silence) fail(now, sent time.Duration, r uint64, first bool) {
 	if s.failing == 0 {
 		s.failing = max(sent, 1)
 	}
+	s.failed++
 	if !first || s.n == len(s.others) {
 		return
 	}
@@ -48,13 +57,39 @@ func (s *silence) fail(now, sent time.Duration, r uint64, first bool) {
 	s.n++
 }
 
-// silent reports calls failing without an answer for quiet or longer.
+// silent reports calls failing without an answer for longer, and more of
+// them, than chance explains: at least quiet, and long enough that a gap so
+// long between the engine's answers, at the rate it answered the last of
+// them, has odds under 1 in 10,000 (9.2 mean gaps); and a run of failed
+// calls with the same odds at the share of first attempts that failed
+// before (k, as for down). A replica the engine answered a tenth of the
+// time (one joining an engine kept full by others) never takes a run of
+// failures for an outage, however few calls it makes; one that the engine
+// answered well, and that calls little, needs its quiet as well as its
+// run. Before its first answer, quiet and a failed call.
 func (s *silence) silent(now, quiet time.Duration) bool {
-	return s.failing != 0 && now-s.failing >= quiet
+	if s.failing == 0 || s.failed < max(s.k, 1) {
+		return false
+	}
+	wait := quiet
+	if s.answered != 0 {
+		oldest, n := s.answered, 0
+		for _, at := range s.recent {
+			if at != 0 {
+				oldest, n = min(oldest, at), n+1
+			}
+		}
+		wait = quiet
+		if n > 1 {
+			gap := (s.answered - oldest) / time.Duration(n-1)
+			wait = max(quiet, time.Duration(9.2*float64(gap)))
+		}
+	}
+	return now-s.failing >= wait
 }
 
 // down reports more other reads' first attempts failed since the last
-// answer than chance explains.
+// answer than chance explains (never, where that is more than it keeps).
 func (s *silence) down(r uint64) bool {
 	others := 0
 	for _, o := range s.others[:s.n] {
@@ -67,13 +102,12 @@ func (s *silence) down(r uint64) bool {
 
 // runOfChance is the fewest failures in a row whose odds are under 1 in
 // 10,000 for reads failing on their own with probability p: 2 for a
-// healthy engine, 7 where a quarter of the reads fail. Where more than the
-// 16 kept would be needed (more than about half the reads fail), no run
-// tells an outage from the usual: it is one more than the kept can hold.
+// healthy engine, 7 where a quarter of the reads fail, 88 where nine in
+// ten do (more than down keeps: it never finds those).
 func runOfChance(p float64) int {
-	if p >= 1 {
-		return len(silence{}.others) + 1
+	if p >= 0.999 {
+		return math.MaxInt32
 	}
 	p = max(p, 0.01)
-	return min(int(math.Ceil(math.Log(1e-4)/math.Log(p))), len(silence{}.others)+1)
+	return int(math.Ceil(math.Log(1e-4) / math.Log(p)))
 }

@@ -45,9 +45,10 @@ type trial struct {
 	began  time.Duration // monotonic
 	dips   int
 	dipEnd time.Duration // the end of the last dip asked for (monotonic; 0: none yet)
-	// Normal and low first attempts, and how many of each were shed.
-	normal, normalShed int
-	low, lowShed       int
+	// Normal and low first attempts, how many of each were shed, and the
+	// sum of the calls in flight when each was sent.
+	normal, normalShed, normalFlight int
+	low, lowShed, lowFlight          int
 }
 
 // start begins a trial at now. Its evidence is the first attempts
@@ -59,20 +60,38 @@ func (t *trial) start(now time.Duration) {
 	*t = trial{on: true, began: now}
 }
 
-// add counts a first attempt answered during the trial.
-func (t *trial) add(low, shed bool) {
+// add counts a first attempt answered during the trial, sent with
+// inFlight calls in flight.
+func (t *trial) add(low, shed bool, inFlight int) {
 	switch {
 	case low:
 		t.low++
+		t.lowFlight += inFlight
 		if shed {
 			t.lowShed++
 		}
 	default:
 		t.normal++
+		t.normalFlight += inFlight
 		if shed {
 			t.normalShed++
 		}
 	}
+}
+
+// minHalved is the fewest calls in flight, on average outside the dips,
+// that a dip can halve to some effect.
+const minHalved = 4
+
+// halved reports that the dips lowered the calls in flight to at most
+// 0.6 of what they were outside them, from minHalved or more; calls whose
+// in flight is not known (0) are taken as halved.
+func (t *trial) halved() bool {
+	if t.normal == 0 || t.low == 0 || t.normalFlight == 0 {
+		return t.normalFlight == 0
+	}
+	n, l := float64(t.normalFlight)/float64(t.normal), float64(t.lowFlight)/float64(t.low)
+	return n >= minHalved && l <= 0.6*n
 }
 
 // odds is the log-likelihood ratio of load over the reads' own, given the
@@ -81,20 +100,41 @@ func (t *trial) odds(b float64) float64 {
 	if t.normal == 0 || t.low == 0 {
 		return 0
 	}
-	p0 := clamp(float64(t.normalShed)/float64(t.normal), 0.005, 0.995) // own: as high as outside the dips
-	p1 := clamp((p0+min(b, p0))/2, 0.0025, 0.995)                      // load: the excess over b halved
+	// Own: as high as outside the dips. Load: the excess over b halved, or,
+	// of an engine refusing more than half of what it is sent (a capacity
+	// overrun more than twice over), what is left past its capacity when
+	// the load halves (2p0-1: halving 6 times its capacity leaves 3 times).
+	p0 := clamp(float64(t.normalShed)/float64(t.normal), 0.005, 0.995)
+	p1 := clamp(max((p0+min(b, p0))/2, 2*p0-1), 0.0025, 0.995)
 	return float64(t.lowShed)*math.Log(p1/p0) + float64(t.low-t.lowShed)*math.Log((1-p1)/(1-p0))
+}
+
+// z is the normal calls' shed share less the low calls', in standard
+// deviations of their difference (a two-proportion test; 0 without both).
+func (t *trial) z() float64 {
+	if t.normal == 0 || t.low == 0 {
+		return 0
+	}
+	pl, pn := float64(t.lowShed)/float64(t.low), float64(t.normalShed)/float64(t.normal)
+	p := float64(t.lowShed+t.normalShed) / float64(t.low+t.normal)
+	sd := math.Sqrt(p * (1 - p) * (1/float64(t.low) + 1/float64(t.normal)))
+	if sd == 0 {
+		return 0
+	}
+	return (pn - pl) / sd
 }
 
 // rising reports the low calls' shed share above the normal calls',
 // beyond chance (two standard deviations of their difference).
-func (t *trial) rising() bool {
-	if t.normal == 0 || t.low == 0 {
-		return false
+func (t *trial) rising() bool { return t.z() < -2 }
+
+// lowShare is the low calls' shed share, and its standard deviation.
+func (t *trial) lowShare() (p, sd float64) {
+	if t.low == 0 {
+		return 0, 0
 	}
-	pl, pn := float64(t.lowShed)/float64(t.low), float64(t.normalShed)/float64(t.normal)
-	p := float64(t.lowShed+t.normalShed) / float64(t.low+t.normal)
-	return pl-pn > 2*math.Sqrt(p*(1-p)*(1/float64(t.low)+1/float64(t.normal)))
+	p = float64(t.lowShed) / float64(t.low)
+	return p, sigma(p, t.low)
 }
 
 // share is the normal calls' shed share, pooled with the low ones when the

@@ -23,6 +23,7 @@ type replica struct {
 	ra       time.Duration
 	from, to time.Duration // the dip asked for, on the monotonic clock
 	read     uint64
+	inFlight int // the replica's calls in flight (half in a dip)
 
 	dips, decreases, pauses int
 	verdicts                []engine.Judgement
@@ -30,7 +31,7 @@ type replica struct {
 
 func newReplica(t *testing.T, o engine.Options, seed uint64) *replica {
 	v, c := newView(t, o)
-	return &replica{v: v, c: c, r: rand.New(rand.NewPCG(seed, 9)), step: time.Millisecond}
+	return &replica{v: v, c: c, r: rand.New(rand.NewPCG(seed, 9)), step: time.Millisecond, inFlight: 32}
 }
 
 // run makes n first attempts.
@@ -39,12 +40,12 @@ func (p *replica) run(n int, normal, low float64) {
 		p.c.advance(p.step)
 		now := p.c.Mono()
 		dipping := now >= p.from && now < p.to
-		share := normal
+		share, inFlight := normal, p.inFlight
 		if dipping {
-			share = low
+			share, inFlight = low, max(1, p.inFlight/2)
 		}
 		p.read++
-		call := engine.Call{Read: p.read, Answer: engine.Served, Latency: 10 * time.Millisecond, Low: dipping}
+		call := engine.Call{Read: p.read, Answer: engine.Served, Latency: 10 * time.Millisecond, Low: dipping, InFlight: inFlight}
 		if p.r.Float64() < share {
 			call.Answer, call.Latency, call.RetryAfter = engine.Shed, 100*time.Microsecond, p.ra
 		}
@@ -133,28 +134,44 @@ func TestThinEvidenceIsNoVerdict(t *testing.T) {
 }
 
 // The replica pauses only when the engine refuses most of what it is sent
-// and asks to be left alone whatever the replica sends; an engine that
-// refuses most because it is overloaded gets a lower limit instead, and a
-// few reads throttled pause nothing.
-func TestOnlyAnEngineRefusingMostWhateverTheLoadPauses(t *testing.T) {
+// though the replica sends as little as it can (one call at a time): an
+// engine refusing most of 32 calls in flight gets a lower limit first, and
+// a few reads throttled pause nothing.
+func TestOnlyAnEngineRefusingMostOfOneCallPauses(t *testing.T) {
 	for _, tt := range []struct {
-		name        string
-		o           engine.Options
-		normal, low float64
-		pause       bool
+		name     string
+		o        engine.Options
+		share    float64
+		inFlight int
+		pause    bool
 	}{
-		{"90% throttled whatever the load", engine.Options{}, 0.9, 0.9, true},
-		{"90% shed, 10% in the dips: overloaded", engine.Options{}, 0.9, 0.1, false},
-		{"5% throttled (one account)", engine.Options{}, 0.05, 0.05, false},
-		{"90% throttled, a replica that cannot dip", engine.Options{NoDips: true}, 0.9, 0.9, true},
+		{"90% throttled, one call at a time", engine.Options{}, 0.9, 1, true},
+		{"90% shed of 32 calls in flight", engine.Options{}, 0.9, 32, false},
+		{"5% throttled (one account), one call at a time", engine.Options{}, 0.05, 1, false},
+		{"90% throttled, a replica that cannot dip", engine.Options{NoDips: true}, 0.9, 32, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.o.MaxPause = time.Minute
 			p := newReplica(t, tt.o, 3)
-			p.ra = 2 * time.Second
-			p.run(5000, tt.normal, tt.low)
+			p.ra, p.inFlight = 2*time.Second, tt.inFlight
+			p.run(5000, tt.share, tt.share)
 			assert.Equal(t, tt.pause, p.pauses > 0, "%d pauses, verdicts %v", p.pauses, p.verdicts)
+			assert.NotContains(t, p.verdicts, engine.Own, "an engine refusing most is never found the reads' own")
 		})
+	}
+}
+
+// A replica that calls a few at a time (one of a large fleet, one at a
+// trickle) cannot send less: that the engine sheds as much in its dips
+// proves nothing, and it never finds the sheds the reads' own.
+func TestAReplicaThatCannotSendLessFindsNothing(t *testing.T) {
+	for _, inFlight := range []int{1, 2, 3} {
+		p := newReplica(t, engine.Options{}, 8)
+		p.inFlight = inFlight
+		p.run(10_000, 0.23, 0.23)
+		assert.Empty(t, p.verdicts, "at %d in flight", inFlight)
+		assert.False(t, p.v.Shedding())
+		assert.Zero(t, p.decreases)
 	}
 }
 
@@ -196,26 +213,85 @@ func TestAVerdictLapses(t *testing.T) {
 	assert.Contains(t, p.verdicts[1:], engine.Load, "the engine, overloaded now, is tried again")
 }
 
-// The engine serves no one once it has failed every call for Quiet
-// without answering one; the replica's own first calls, and a call sent
-// before the last answer, say nothing of that.
+// The engine serves no one once it has failed every call for longer than
+// chance explains at the rate it answered (Quiet at least); a call sent
+// before the last answer says nothing of it.
 func TestServingNoOneIsJudgedOverTime(t *testing.T) {
 	v, c := newView(t, engine.Options{Quiet: time.Second})
 	assert.True(t, v.Serving(), "before any call")
-	for i := range 20 {
-		c.advance(10 * time.Millisecond)
-		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, Latency: time.Millisecond})
+	fail := func(read uint64) {
+		v.Observe(engine.Call{Read: read, Answer: engine.Shed, Latency: time.Millisecond})
 	}
-	assert.True(t, v.Serving(), "200ms of failures: not yet")
-	c.advance(900 * time.Millisecond)
-	v.Observe(engine.Call{Read: 100, Answer: engine.Shed, Latency: time.Millisecond})
-	assert.False(t, v.Serving(), "failing for a second, answering no one")
+	for i := range 9 {
+		c.advance(100 * time.Millisecond)
+		fail(uint64(i))
+	}
+	assert.True(t, v.Serving(), "0.9s of failures, never answered: not yet")
+	c.advance(200 * time.Millisecond)
+	fail(100)
+	assert.False(t, v.Serving(), "a second of failures, never answered")
 
-	v.Observe(engine.Call{Read: 101, Answer: engine.Served, Latency: 50 * time.Millisecond})
-	assert.True(t, v.Serving(), "an answer")
+	for i := range 128 { // answered every 10ms
+		c.advance(10 * time.Millisecond)
+		v.Observe(engine.Call{Read: uint64(200 + i), Answer: engine.Served, Latency: 5 * time.Millisecond})
+	}
+	assert.True(t, v.Serving(), "answers")
+	c.advance(10 * time.Millisecond)
+	fail(300)
+	fail(301)
+	c.advance(900 * time.Millisecond)
+	assert.True(t, v.Serving(), "failing for 0.9s")
+	c.advance(100 * time.Millisecond)
+	assert.False(t, v.Serving(), "failing for a second, at an answer every 10ms")
+
+	v.Observe(engine.Call{Read: 302, Answer: engine.Served, Latency: 5 * time.Millisecond})
 	c.advance(2 * time.Second)
-	v.Observe(engine.Call{Read: 102, Answer: engine.Shed, Latency: 3 * time.Second}) // sent before the answer
+	v.Observe(engine.Call{Read: 303, Answer: engine.Shed, Latency: 3 * time.Second}) // sent before the answer
+	v.Observe(engine.Call{Read: 304, Answer: engine.Shed, Latency: 3 * time.Second})
 	assert.True(t, v.Serving(), "a call sent before the last answer says nothing since")
+}
+
+// A replica the engine answered one call in ten (one joining an engine kept
+// full by others) takes its failures for an outage only after a run of
+// them that chance does not explain at that share (88 in a row).
+func TestARarelyAnsweredReplicaIsNotSilentByChance(t *testing.T) {
+	v, c := newView(t, engine.Options{Quiet: time.Second})
+	for i := range 128 {
+		c.advance(10 * time.Millisecond)
+		a := engine.Shed
+		if i%10 == 0 {
+			a = engine.Served
+		}
+		v.Observe(engine.Call{Read: uint64(i), Answer: a, Latency: time.Millisecond})
+	}
+	fail := func(n int) {
+		for i := range n {
+			c.advance(100 * time.Millisecond)
+			v.Observe(engine.Call{Read: uint64(1000 + i), Answer: engine.Shed, Latency: time.Millisecond})
+		}
+	}
+	fail(80)
+	assert.True(t, v.Serving(), "8s and 80 failures, at one answer in ten before")
+	fail(10)
+	assert.False(t, v.Serving(), "90 failures in a row")
+}
+
+// An engine that answered once every 300ms is silent only after 9.2 such
+// gaps without an answer: a replica that gets a few answers from an engine
+// kept full by others does not take its wait for an outage.
+func TestASlowAnswererIsGivenItsTime(t *testing.T) {
+	v, c := newView(t, engine.Options{Quiet: time.Second})
+	for i := range 16 {
+		c.advance(300 * time.Millisecond)
+		v.Observe(engine.Call{Read: uint64(i), Answer: engine.Served, Latency: 20 * time.Millisecond})
+	}
+	c.advance(time.Millisecond)
+	v.Observe(engine.Call{Read: 100, Answer: engine.Shed, Latency: time.Millisecond})
+	v.Observe(engine.Call{Read: 101, Answer: engine.Shed, Latency: time.Millisecond})
+	c.advance(2 * time.Second)
+	assert.True(t, v.Serving(), "2s without an answer, at one every 300ms")
+	c.advance(time.Second)
+	assert.False(t, v.Serving(), "2.8s: 9.2 gaps")
 }
 
 // Down, for one read, is more other reads' first attempts failed since

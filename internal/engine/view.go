@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -41,8 +42,11 @@ type Call struct {
 	Latency    time.Duration
 	RetryAfter time.Duration // what the engine asked for, 0 if it did not
 	// Low: the call was sent during a dip (Feedback.Dip), the replica
-	// holding its calls in flight at half its limit.
-	Low bool
+	// holding its calls in flight at half its limit. InFlight is how many
+	// calls the replica had in flight once it was sent, its own included
+	// (0: not known).
+	Low      bool
+	InFlight int
 }
 
 // Dip asks the replica to hold its calls in flight at half its limit for
@@ -203,6 +207,7 @@ type View struct {
 	silence silence
 	latency rounds
 	retry   retryAfters
+	shed    time.Duration // when a call was last shed (monotonic; 0: never)
 }
 
 // verdict is the last judgement a trial reached.
@@ -231,6 +236,9 @@ func (v *View) Observe(c Call) Feedback {
 	now := v.o.Clock.Mono()
 	shed, failed := c.Answer == Shed, c.Answer == Shed || c.Answer == Failed
 	var fb Feedback
+	if shed {
+		v.shed = max(now, 1)
+	}
 	if c.Answer == Served || c.Answer == Refused {
 		v.silence.answer(now, v.freshFailShare(now))
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -239,7 +247,7 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	if c.Failures == 0 {
 		v.fresh.add(now, shed, failed)
-		fb.Judged = v.judge(now, c.Low, shed)
+		fb.Judged = v.judge(now, c, shed)
 	}
 	fb.Dip = v.dip(now)
 	fb.Hold = v.latency.rising()
@@ -252,10 +260,13 @@ func (v *View) Observe(c Call) Feedback {
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.retry.add(now, min(c.RetryAfter, v.o.MaxPause), v.o.Quiet)
-		if v.refusesMost(now) && v.stillRefused(now) && now >= v.retry.until {
+		if v.refusesMost(now) && (v.o.NoDips || c.InFlight <= 1) && now >= v.retry.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
 			v.retry.until = now + fb.Pause
-			v.fresh.reset() // what it refused before the pause says nothing of after it
+			// What it refused before the pause says nothing of after it, and
+			// the pause is the replica's own quiet, not the engine's silence.
+			v.fresh.reset()
+			v.silence.failing = 0
 		}
 	}
 	return fb
@@ -264,7 +275,7 @@ func (v *View) Observe(c Call) Feedback {
 // judge runs the trial with a first attempt answered now, starting one
 // when the sheds are suspect, and returns the verdict reached, if any.
 // Locked.
-func (v *View) judge(now time.Duration, low, shed bool) Judgement {
+func (v *View) judge(now time.Duration, c Call, shed bool) Judgement {
 	if v.o.NoDips {
 		return Undecided
 	}
@@ -275,9 +286,15 @@ func (v *View) judge(now time.Duration, low, shed bool) Judgement {
 		v.trial.start(now)
 		return Undecided
 	}
-	v.trial.add(low, shed)
+	if now-c.Latency < v.trial.began {
+		// Sent before the trial: at a run's start the failures answered at
+		// once come back before the successes sent beside them, and the
+		// first answers overstate the share shed.
+		return Undecided
+	}
+	v.trial.add(c.Low, shed, c.InFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
-	if v.trial.low < v.o.MinCalls || v.trial.normal < v.o.MinCalls {
+	if least := 3 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
 		odds = 0 // too little of either to set them against each other
 	} else if v.trial.rising() {
 		// More shed in the dips than outside them, beyond chance: the
@@ -287,9 +304,14 @@ func (v *View) judge(now time.Duration, low, shed bool) Judgement {
 		return Undecided
 	}
 	switch {
-	case odds >= bound:
+	case odds >= bound && v.trial.z() >= 3:
+		// The odds take the normal share for known; on a few dozen calls
+		// it is not, and a dip whose calls happen to be served while
+		// those beside it happen to fail (a quarter failing on their own,
+		// at a run's start) is no load: the drop must be beyond chance
+		// too, three standard deviations of it.
 		v.verdict = verdict{is: Load, at: now}
-	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor:
+	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible():
 		// The reads' own needs more: a replica that dipped alone (its fleet
 		// not suspecting yet, or at its least limit already) sees the same
 		// share whatever the load, and taken for the reads' own, the
@@ -302,6 +324,9 @@ func (v *View) judge(now time.Duration, low, shed bool) Judgement {
 		return Undecided
 	}
 	v.trial.on = false
+	if os.Getenv("ENGINE_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "TRIAL %s at %s: normal %d/%d low %d/%d dips %d b %.3f\n", v.verdict.is, time.Duration(now), v.trial.normalShed, v.trial.normal, v.trial.lowShed, v.trial.low, v.trial.dips, v.verdict.background)
+	}
 	return v.verdict.is
 }
 
@@ -309,6 +334,18 @@ func (v *View) judge(now time.Duration, low, shed bool) Judgement {
 // the reads' own needs, on the log scale (19 to 1 against 19^1.6 to 1,
 // about 110 to 1).
 const ownOdds = 1.6
+
+// ownPlausible reports whether the trial's shares can be the reads' own:
+// the dips lowered the replica's calls in flight enough to be a test (a
+// replica calling a few at a time, as one of a large fleet does or one at
+// a trickle, cannot send less: that the engine sheds as much then proves
+// nothing), and the engine serves most of what it is sent. An engine refusing most is never found
+// the reads' own: a fleet many times over its capacity sheds nearly as
+// much at half its load, and a fleet whose replicas dip apart (one paused,
+// another bursting) sees no change where its load is the cause. Locked.
+func (v *View) ownPlausible() bool {
+	return v.trial.halved() && v.trial.share(false) < v.o.OverloadShare
+}
 
 // suspect reports sheds beyond the background, beyond chance, on enough
 // evidence, while no standing verdict of load explains them (unless
@@ -358,10 +395,16 @@ func (v *View) dip(now time.Duration) Dip {
 	return d
 }
 
-// shedding reports a verdict of load that stands (or is being tried
-// again), or an engine refusing most of what it is sent that no trial has
-// found at fault for the reads. Locked.
+// shedding reports an engine shedding now (a call shed within Quiet),
+// where a verdict of load stands (or is being tried again), or it refuses
+// most of what it is sent and no trial has found that the reads' own. An
+// engine that sheds no more is not overloaded, whatever was found of its
+// sheds: the retries held for the budget at the end of a backlog go as
+// soon as it is idle. Locked.
 func (v *View) shedding(now time.Duration) bool {
+	if v.shed == 0 || now-v.shed > v.o.Quiet {
+		return false
+	}
 	switch v.verdict.is {
 	case Load:
 		return now-v.verdict.at < v.o.Standing || v.trial.on
@@ -371,15 +414,6 @@ func (v *View) shedding(now time.Duration) bool {
 		}
 	}
 	return v.refusesMost(now)
-}
-
-// stillRefused reports that the engine refuses as much when the replica
-// sends less: a trial found its sheds the reads' own (they do not move
-// with the load), or the replica cannot dip to find out. A pause is for an
-// engine that refuses the replica whatever it sends; one that sheds what
-// the fleet sends beyond its capacity gets a lower limit instead. Locked.
-func (v *View) stillRefused(now time.Duration) bool {
-	return v.o.NoDips || (v.verdict.is == Own && now-v.verdict.at < v.o.Standing)
 }
 
 // refusesMost reports at least OverloadShare of the window's first
@@ -393,9 +427,17 @@ func (v *View) refusesMost(now time.Duration) bool {
 	return p-2*sigma(p, n) >= v.o.OverloadShare
 }
 
-// overloaded is the verdict at now. Locked.
+// overloaded is the verdict at now: the engine sheds, and a trial found
+// the sheds its load (a replica that cannot dip takes an engine refusing
+// most for overloaded). An engine refusing most that no trial has found
+// overloaded (one kept full by others, one failing most reads on their
+// own) binds no retry budget: the replica's own retries are then its only
+// chance of an answer, and a replica that holds them back sees the engine
+// as silent as one that is down. A queue in its latency alone trims the
+// limit (Feedback.Queued), no more: latency is also the replica's own (a
+// busy CPU, a GC), and it says nothing of retries. Locked.
 func (v *View) overloaded(now time.Duration) bool {
-	return v.shedding(now) || v.queued(now)
+	return v.shedding(now) && (v.verdict.is == Load || v.o.NoDips)
 }
 
 // queued reports a queue in the latency that is still the engine's: it
@@ -417,10 +459,10 @@ func (v *View) freshFailShare(now time.Duration) float64 {
 	return p
 }
 
-// Overloaded reports whether the engine is overloaded: a trial found its
-// sheds move with the load (or it refuses most of what it is sent, and no
-// trial found that the reads' own), or its latency shows a queue. The limit
-// comes down, the retry budget binds.
+// Overloaded reports whether the engine is overloaded: it sheds, and a
+// trial found its sheds move with the load the fleet sends (or, for a
+// replica that cannot dip, it refuses most of what it is sent). The retry
+// budget binds.
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()

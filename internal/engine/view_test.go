@@ -74,7 +74,7 @@ func TestASpreadingLatencyIsNoQueue(t *testing.T) {
 				queued, held := serve(v, c, 50_000, inFlight, tt.lat(rand.New(rand.NewPCG(7, uint64(inFlight)))))
 				assert.Zero(t, queued, "at %d in flight", inFlight)
 				assert.Zero(t, held)
-				assert.False(t, v.Overloaded())
+				assert.False(t, v.Snapshot().Queued)
 			})
 		}
 	}
@@ -94,12 +94,12 @@ func TestAQueueShowsInTheMedian(t *testing.T) {
 	q, held := serve(v, c, 400, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
 	assert.Positive(t, q, "a tripled latency for 1.5s is a queue")
 	assert.Positive(t, held)
-	assert.True(t, v.Overloaded())
 	assert.True(t, v.Snapshot().Queued)
+	assert.False(t, v.Overloaded(), "a queue trims the limit; it binds no budget")
 
 	q, held = serve(v, c, 200, 8, uniform(r, 9*time.Millisecond, 11*time.Millisecond))
 	assert.LessOrEqual(t, q, 1)
-	assert.False(t, v.Overloaded(), "the queue is gone")
+	assert.False(t, v.Snapshot().Queued, "the queue is gone")
 	_ = held
 }
 
@@ -111,23 +111,22 @@ func TestAQueueLapsesWhenTheEngineAnswersNoOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	serve(v, c, 2000, 8, uniform(r, 9*time.Millisecond, 11*time.Millisecond))
 	serve(v, c, 400, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
-	require.True(t, v.Overloaded(), "a tripled latency for 1.5s is a queue")
+	require.True(t, v.Snapshot().Queued, "a tripled latency for 1.5s is a queue")
 
 	// Two reads that always fail, retried: no call is answered.
 	for i := range 8 {
 		c.advance(30 * time.Millisecond)
 		v.Observe(engine.Call{Read: uint64(100_000 + i%2), Failures: uint64(1 + i/2), Answer: engine.Shed})
 		if i < 2 {
-			assert.True(t, v.Overloaded(), "call %d: the engine answered %s ago", i, time.Duration(i+1)*30*time.Millisecond)
+			assert.True(t, v.Snapshot().Queued, "call %d: the engine answered %s ago", i, time.Duration(i+1)*30*time.Millisecond)
 		}
 	}
-	assert.False(t, v.Overloaded(), "the engine has answered no one for 240ms: its queue is not a verdict on these reads")
+	assert.False(t, v.Snapshot().Queued, "the engine has answered no one for 240ms: its queue is not a verdict on these reads")
 	assert.False(t, v.Shedding())
-	assert.False(t, v.Snapshot().Queued)
 
 	// Once it answers again, the queue it shows is a verdict again.
 	serve(v, c, 1, 8, uniform(r, 28*time.Millisecond, 32*time.Millisecond))
-	assert.True(t, v.Overloaded())
+	assert.True(t, v.Snapshot().Queued)
 }
 
 // One round above the tolerance is noise; only a sustained rise is a queue.
@@ -139,7 +138,7 @@ func TestOneSlowRoundIsNoQueue(t *testing.T) {
 	assert.Zero(t, q)
 	assert.Zero(t, held)
 	serve(v, c, 100, 4, at(10*time.Millisecond))
-	assert.False(t, v.Overloaded())
+	assert.False(t, v.Snapshot().Queued)
 }
 
 // A burst of slow rounds shorter than QueueFor (a GC, a busy CPU of the
@@ -151,9 +150,9 @@ func TestABriefRiseIsNoQueue(t *testing.T) {
 	q, held := serve(v, c, 200, 32, at(30*time.Millisecond)) // 190ms
 	assert.Zero(t, q)
 	assert.Positive(t, held, "the limit holds meanwhile")
-	assert.False(t, v.Overloaded())
+	assert.False(t, v.Snapshot().Queued)
 	serve(v, c, 200, 8, at(10*time.Millisecond))
-	assert.False(t, v.Overloaded())
+	assert.False(t, v.Snapshot().Queued)
 }
 
 func TestOptionsAreChecked(t *testing.T) {
@@ -180,7 +179,7 @@ func TestAWallClockStepMovesNoWindow(t *testing.T) {
 					dips = append(dips, d)
 				}
 			}
-			require.True(t, v.Overloaded(), "60 sheds of 60: the engine refuses most")
+			require.True(t, v.Shedding(), "60 sheds of 60: the engine refuses most")
 			c.Step(step)
 			c.advance(300 * time.Millisecond)
 			for i := range 128 {
@@ -190,7 +189,7 @@ func TestAWallClockStepMovesNoWindow(t *testing.T) {
 				}
 			}
 			assert.Zero(t, v.Snapshot().ShedShare, "the sheds are out of the window")
-			assert.False(t, v.Overloaded())
+			assert.False(t, v.Shedding())
 			require.NotEmpty(t, dips)
 			for _, d := range dips {
 				assert.Less(t, d.In, 250*time.Millisecond)

@@ -107,16 +107,22 @@ type Limiter struct {
 
 // waiter is an Acquire waiting for a slot; ch is closed when granted.
 type waiter struct {
-	ch      chan struct{}
-	granted bool
-	low     bool // granted during a dip
+	ch       chan struct{}
+	granted  bool
+	low      bool // granted during a dip
+	inFlight int  // calls in flight once granted
 }
 
 // Token is a slot taken by Acquire; give it back to Release.
 type Token struct {
-	start time.Time
-	low   bool
+	start    time.Time
+	low      bool
+	inFlight int
 }
+
+// InFlight is how many calls were in flight once the slot was granted,
+// its own included.
+func (t Token) InFlight() int { return t.inFlight }
 
 // Low reports whether the slot was granted during a dip, the calls in
 // flight held at half the limit.
@@ -214,9 +220,9 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 	now := l.o.Now()
 	if l.retries.Len() == 0 && (retry || l.firsts.Len() == 0) && l.free(now) {
 		l.take(now)
-		low := l.dipping(now)
+		tk := Token{start: now, low: l.dipping(now), inFlight: l.inFlight}
 		l.mu.Unlock()
-		return Token{start: now, low: low}, nil
+		return tk, nil
 	}
 	w := &waiter{ch: make(chan struct{})}
 	q := &l.firsts
@@ -228,7 +234,7 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 	l.mu.Unlock()
 	select {
 	case <-w.ch:
-		return Token{start: l.o.Now(), low: w.low}, nil
+		return Token{start: l.o.Now(), low: w.low, inFlight: w.inFlight}, nil
 	case <-ctx.Done():
 		l.mu.Lock()
 		if w.granted {
@@ -268,6 +274,7 @@ func (l *Limiter) grant(now time.Time) {
 			w := q.Remove(q.Front()).(*waiter)
 			w.granted, w.low = true, l.dipping(now)
 			l.take(now)
+			w.inFlight = l.inFlight
 			close(w.ch)
 		}
 	}

@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/topology"
 )
 
@@ -144,48 +146,64 @@ func TestReadsWaitingForAWorkerAreKeptAlive(t *testing.T) {
 }
 
 // With the adaptive limit on, the budget bounds retries only while the
-// engine shows overload: a healthy engine failing some reads (a 500 for
-// each, once) gets their retries at once; an engine shedding (a 503 for
-// each, once) gets them within the budget.
+// engine is overloaded: its sheds fall when the replica sends less (found
+// by the engine's view in its dips). A healthy engine failing some reads
+// (a 500 for each, once), or failing every read's first call whatever the
+// load (a 503 for each, once: the reads' own, or a partial failure of the
+// engine that no pacing cures), gets their retries at once; an engine with
+// a capacity, 32 calls at once against 2 servers and a queue of 2, gets
+// them within the budget.
 func TestTheBudgetHoldsRetriesOnlyWhileTheEngineIsOverloaded(t *testing.T) {
 	t.Parallel()
-	run := func(t *testing.T, status int) (spent, denied float64) {
-		e := newEnv(t, func(n int, _ string) (int, http.Header) {
-			if n == 1 {
-				return status, nil
-			}
-			return http.StatusOK, nil
-		})
-		o := e.options(75)
+	budgetOf := func(t *testing.T) *budget.Budget {
 		b, err := budget.New(budget.Options{Ratio: 0.01, MinPerSecond: 1, Window: 10 * time.Second})
 		require.NoError(t, err)
-		l, err := limit.New(limit.Options{Max: o.Concurrency})
-		require.NoError(t, err)
-		o.Budget, o.Limiter = b, l
-		e.start(o)
-		const reads = 30
-		for i := range reads {
-			e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
-		}
-		if status == http.StatusInternalServerError {
+		return b
+	}
+	for _, status := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable} {
+		t.Run(fmt.Sprintf("%d once for every read: retried freely", status), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(n int, _ string) (int, http.Header) {
+				if n == 1 {
+					return status, nil
+				}
+				return http.StatusOK, nil
+			})
+			o := e.options(75)
+			l, err := limit.New(limit.Options{Max: o.Concurrency})
+			require.NoError(t, err)
+			o.Budget, o.Limiter = budgetOf(t), l
+			e.start(o)
+			const reads = 30
+			for i := range reads {
+				e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+			}
 			e.settled(10 * time.Second)
 			assert.Empty(t, e.deadLetters())
-		} else {
-			require.Eventually(t, func() bool {
-				return testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied")) > 0
-			}, 10*time.Second, 5*time.Millisecond)
-		}
-		return testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "spent")),
-			testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied"))
+			assert.Equal(t, 30.0, testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "spent")))
+			assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied")))
+		})
 	}
-	t.Run("a healthy engine's failures retry freely", func(t *testing.T) {
-		spent, denied := run(t, http.StatusInternalServerError)
-		assert.Equal(t, 30.0, spent)
-		assert.Zero(t, denied)
-	})
 	t.Run("an overloaded engine's retries wait for the budget", func(t *testing.T) {
-		spent, denied := run(t, http.StatusServiceUnavailable)
-		assert.Positive(t, denied)
-		assert.LessOrEqual(t, spent, 30*0.01+10+1, "1% of first attempts plus 1/s over the window")
+		t.Parallel()
+		e := newEnv(t, nil)
+		eng, err := simengine.New(simengine.Options{Servers: 2, ServiceTime: 10 * time.Millisecond, Queue: 2})
+		require.NoError(t, err)
+		srv := simengine.NewServer(eng)
+		t.Cleanup(srv.Close)
+		o := e.options(76)
+		o.Concurrency, o.Policy.MaxAttempts = 32, 8
+		sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: srv.URL, Timeout: 2 * time.Second, Concurrency: 32})
+		require.NoError(t, err)
+		o.Sink = sink
+		l, err := limit.New(limit.Options{Max: 32})
+		require.NoError(t, err)
+		o.Budget, o.Limiter = budgetOf(t), l
+		e.publishN(1000)
+		e.start(o)
+		require.Eventually(t, func() bool {
+			return testutil.ToFloat64(counter(t, e, "meter_consumer_retries_total", "budget", "denied")) > 0
+		}, 10*time.Second, 5*time.Millisecond, "trials %v", e.logs.byMessage("the rate engine's sheds judged"))
+		assert.Positive(t, testutil.ToFloat64(counter(t, e, "meter_consumer_engine_trials_total", "verdict", "load")))
 	})
 }

@@ -123,7 +123,8 @@ func answerOf(ce *classify.Error, cut bool) engine.Answer {
 // its slot: whether it was sent during a dip), and carries out a pause or
 // a dip the view asks for.
 func (c *Consumer) observe(d *delivery, tok limit.Token, ce *classify.Error, took time.Duration, cut bool) engine.Feedback {
-	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took, Answer: answerOf(ce, cut), Low: tok.Low()}
+	call := engine.Call{Read: d.md.Sequence.Stream, Failures: d.failures, Latency: took, Answer: answerOf(ce, cut), Low: tok.Low(),
+		InFlight: tok.InFlight()}
 	if call.Answer == engine.Shed {
 		call.RetryAfter = ce.RetryAfter
 	}

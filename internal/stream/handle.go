@@ -211,7 +211,7 @@ func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
 var unchargedLines = map[string]string{
 	whyBreaker:  "held for the breaker",
 	whyDown:     "failed while the engine serves no one: not charged",
-	whyShedding: "shed while the engine sheds broadly: not charged",
+	whyShedding: "shed while the engine sheds its load: not charged",
 }
 
 // uncharged counts and logs a failure that is not charged to the read.

@@ -82,7 +82,8 @@ type situation struct {
 	// down: the engine serves no one and fails other reads too (at the
 	// read's last attempt only).
 	down bool
-	// shedding: the engine sheds broadly (a shed only).
+	// shedding: the engine sheds its load (a shed only): a trial found
+	// its sheds fall when the fleet sends less, or it refuses most.
 	shedding bool
 }
 
@@ -151,7 +152,7 @@ func decide(s situation) verdict {
 	case last:
 		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: ce, own: true}
 	case overload(ce.Cause) && s.shedding && s.creditable:
-		// The engine sheds broadly: the shed is the engine's state, not the
+		// The engine sheds its load: the shed is the engine's state, not the
 		// read's. Credited as a shed; its delay grows with its deliveries.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
 			uncharged: whyShedding, credit: true}
