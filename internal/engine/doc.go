@@ -21,68 +21,77 @@
 // Shares are judged on the last Calls (128) first attempts, none older than
 // MaxAge (1m): counted in calls, not time, so a replica at 10 reads a second
 // and one at 2,000 judge an engine on the same evidence. Retries are left
-// out: a retry is a read chosen by its own failure (at the end of a backlog
-// the reads that always fail are all that is left). Fewer than MinCalls (10)
-// say nothing, and a share counts only beyond chance (two standard
-// deviations of a share drawn from as many calls).
+// out of the shares: a retry is a read chosen by its own failure (at the end
+// of a backlog the reads that always fail are all that is left). Fewer than
+// MinCalls (10) say nothing, and a share counts only beyond chance (two
+// standard deviations of a share drawn from as many calls).
 //
 // # Trials
 //
 // Sheds are suspect when the window holds at least two and their share is
-// beyond chance above the background (the share a standing verdict found the
-// reads' own; 0 without one; three standard deviations over a background).
-// A suspect replica dips: from the next wall-clock multiple of DipEvery
-// (250ms) it holds its calls in flight at half its limit for DipFor (100ms,
-// or two latency baselines if longer), and reports the first attempts sent
-// meanwhile as Low. Every replica that suspects the engine dips on the same
-// multiples, a standing verdict or not, so a fleet that overloads an engine
-// (each replica sees its sheds) sends less together, and a trial sees what
-// the fleet's load does, not one replica's. A dip to half a limit the
-// engine's servers still fill costs no goodput.
+// above the background (the share a standing verdict found the reads' own;
+// 0 without one) by 5 points and beyond chance (three standard deviations
+// over a background). A suspect replica dips: from the next wall-clock
+// multiple of DipEvery (250ms) it holds its calls in flight at half its
+// limit for DipFor (100ms, or two latency baselines if longer), and reports
+// the calls sent meanwhile as Low. Every replica that suspects the engine
+// dips on the same multiples, a standing verdict or not, so a fleet that
+// overloads an engine (each replica sees its sheds) sends less together,
+// and a trial sees what the fleet's load does, not one replica's.
 //
-// A trial (run when sheds are suspect and no verdict of load stands) sets the
-// shed share of the low first attempts against that of the normal ones sent
-// in the same span, in a sequential test (Wald's) of two hypotheses: the
-// reads' own (the low share as high as the normal one) and load (the share
-// over the background halved). Load is decided at odds of Confidence (19 to
-// 1); the reads' own at odds of Confidence^1.6 (about 110 to 1) and after two
-// dips at least, because a replica that dipped alone (its fleet not
-// suspecting yet, a late joiner) sees the same share whatever it sends, and
-// the engine's load taken for the reads' own would be charged to them. A
-// trial whose dips shed more than the calls beside them, beyond chance, saw
-// the engine's load grow under it (a fleet's slow start) and starts again;
-// one undecided after MaxDips (16) ends. A verdict stands for Standing
-// (30s), then the engine is tried again if the sheds go on.
+// A trial (run when sheds are suspect and no verdict of load stands) sets
+// the shed share of the low calls against that of the normal ones sent in
+// the same span, retries and first attempts alike, each counted once the
+// calls sent before it have had the time to be answered (twice the 90th
+// percentile of the served latency: failures answered at once come back
+// before the successes sent beside them). It is a sequential test (Wald's)
+// of two hypotheses: the reads' own (the low share as high as the normal
+// one) and load (the share over the background halved, or 2p-1 past half
+// refused). On 30 calls a side at least, load is decided at odds of
+// Confidence (19 to 1) and a drop beyond chance (three standard deviations);
+// the reads' own at odds of Confidence^1.2 (about 34 to 1), after two dips,
+// with the replica's calls in flight halved from 4 or more, and the engine
+// serving most of what it is sent: a replica that dipped alone, one that
+// cannot send less and a fleet many times over an engine's capacity see the
+// same share whatever they send. A trial whose dips shed more than the
+// calls beside them, beyond chance, starts again; one undecided after
+// MaxDips (16) ends. While a trial runs and 30% or more of its normal calls
+// are shed over the background, the limit comes down on its sheds
+// (Feedback.Decrease); a verdict of the reads' own sets it back to what it
+// was when the trial began (Feedback.Trying, Feedback.Restore). A verdict
+// stands for Standing (30s).
 //
 // # Verdicts
 //
-//   - Shedding: a verdict of load stands, or the engine refuses most of what
-//     it is sent (OverloadShare, 50%, beyond chance) and no trial found that
-//     the reads' own. A shed then is the engine's: its read is not charged,
-//     and the limit comes down on it (Feedback.Decrease).
-//   - Overloaded: shedding, or a queue in the latency (below). The retry
-//     budget binds.
+//   - Shedding: a call shed within the last second, and a verdict of load
+//     stands; or the engine refuses most of what it is sent (OverloadShare,
+//     50%, beyond chance, over 30 first attempts) and no verdict of the
+//     reads' own stands. The read is not charged for its shed, and the limit
+//     comes down on it.
+//   - Overloaded: shedding on a verdict of load (or, for a replica that
+//     cannot dip, shedding over 10 first attempts). The retry budget binds.
 //   - Pause: Retry-After is always the floor of its own read's delay
 //     (package retry). The whole replica pauses only when the engine refuses
-//     most of what it is sent and a trial found that it does so whatever the
-//     replica sends (or the replica cannot dip): the longest wait asked
-//     within Quiet, clamped to MaxPause (retry.max_server_wait), jittered up
-//     to half as much again. An engine that refuses most because the fleet
-//     overloads it gets a lower limit instead; a few reads throttled pause
-//     nothing. What it refused before a pause is forgotten at it.
-//   - Serving: the engine is silent when it has failed every call sent for
-//     Quiet (1s, or four latency baselines if longer) without answering one;
-//     a call sent before its last answer says nothing of it. The breaker
-//     opens only on a silent engine, so quick refusals of an engine that
-//     serves others never open it, and the replica's first calls, or those
-//     after its own pause, get the benefit of the doubt for Quiet.
+//     most of what it is sent though the call was sent alone (the replica
+//     down to one call in flight; or a replica that cannot dip): the longest
+//     wait asked within Quiet, clamped to MaxPause, jittered up to half as
+//     much again. What it refused before a pause, and the silence during it,
+//     are forgotten at it.
+//   - Serving: the engine is silent when it has failed every call sent since
+//     its last answer for Quiet (250ms, or four latency baselines), 9.2 mean
+//     gaps between its last 16 answers and twice the longest of them, over a
+//     run of failed calls beyond chance at the share failing before; before
+//     its first answer, four times Quiet. The breaker opens only on a silent
+//     engine.
 //   - Down, for one read: since the engine last answered a call, the first
 //     attempts of more other reads failed than chance explains given the
-//     share of first attempts that failed before (the fewest whose run has
-//     odds under 1 in 10,000: two for a healthy engine, seven where a quarter
-//     of the reads fail on their own; never, where more than about half do).
-//     A read whose last attempt fails then is not exhausted by it: its
-//     failure cannot be told from an outage the breaker has not judged yet.
+//     share of first attempts that failed before (odds under 1 in 10,000: two
+//     for a healthy engine, seven where a quarter of the reads fail on their
+//     own; never, where more than about half do). A read whose last attempt
+//     fails then is not exhausted by it.
+//
+// A queue in the latency (below) trims the limit and holds its growth; it
+// binds no budget and credits nothing.
 //
 // # A queue
 //

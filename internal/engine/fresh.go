@@ -96,3 +96,37 @@ func sigma(p float64, n int) float64 {
 	}
 	return math.Sqrt(p * (1 - p) / float64(n))
 }
+
+// first is a call answered, waiting to be counted (a first attempt when
+// fresh).
+type first struct {
+	sent                     time.Duration // monotonic
+	fresh, shed, failed, low bool
+	inFlight                 int
+}
+
+// maxPending bounds the first attempts waiting: past it the oldest are
+// counted at once (an engine answering in seconds at thousands a second).
+const maxPending = 4096
+
+// pending is the first attempts answered and not yet counted, in the
+// order they were answered.
+type pending struct{ calls []first }
+
+func (p *pending) add(f first) { p.calls = append(p.calls, f) }
+
+// take hands f every first attempt sent before before, oldest answered
+// first, and any past maxPending, and forgets them.
+func (p *pending) take(before time.Duration, f func(first)) {
+	keep := p.calls[:0]
+	over := len(p.calls) - maxPending
+	for i, c := range p.calls {
+		if c.sent < before || i < over {
+			f(c)
+			continue
+		}
+		keep = append(keep, c)
+	}
+	clear(p.calls[len(keep):])
+	p.calls = keep
+}

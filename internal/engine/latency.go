@@ -17,9 +17,12 @@ type rounds struct {
 	rise      time.Duration
 	span      time.Duration // the least a queue lasts
 
-	samples  []time.Duration
-	start    time.Duration // the monotonic clock's reading at the round's first sample
-	last     time.Duration // the last round's median
+	samples []time.Duration
+	start   time.Duration // the monotonic clock's reading at the round's first sample
+	last    time.Duration // the last round's median
+	// high is the last round's 90th percentile, or, before a round closed,
+	// the longest latency seen.
+	high     time.Duration
 	baseline time.Duration
 	streak   int           // queued rounds in a row
 	since    time.Duration // the start of the first of them
@@ -32,12 +35,16 @@ func (r *rounds) add(now, d time.Duration) bool {
 		r.start = now
 	}
 	r.samples = append(r.samples, d)
+	if r.baseline == 0 {
+		r.high = max(r.high, d)
+	}
 	long := (now - r.start) >= 2*r.baseline
 	if len(r.samples) < maxSamples && (len(r.samples) < r.min || !long) {
 		return false
 	}
 	slices.Sort(r.samples)
 	m := r.samples[len(r.samples)/2]
+	r.high = r.samples[len(r.samples)*9/10]
 	took := (now - r.start)
 	r.samples = r.samples[:0]
 	r.last = m

@@ -58,31 +58,43 @@ func (s *silence) fail(now, sent time.Duration, r uint64, first bool) {
 }
 
 // silent reports calls failing without an answer for longer, and more of
-// them, than chance explains: at least quiet, and long enough that a gap so
+// them, than chance explains: at least quiet, long enough that a gap so
 // long between the engine's answers, at the rate it answered the last of
-// them, has odds under 1 in 10,000 (9.2 mean gaps); and a run of failed
+// them, has odds under 1 in 10,000 (9.2 mean gaps), and twice the longest
+// gap between them; and a run of failed
 // calls with the same odds at the share of first attempts that failed
 // before (k, as for down). A replica the engine answered a tenth of the
 // time (one joining an engine kept full by others) never takes a run of
 // failures for an outage, however few calls it makes; one that the engine
 // answered well, and that calls little, needs its quiet as well as its
-// run. Before its first answer, quiet and a failed call.
+// run. Before its first answer, four times quiet and a failed call: a
+// replica joining an engine kept full by others may wait a while for the
+// first of its calls to find room, and one whose engine is down from the
+// start loses little more than that second.
 func (s *silence) silent(now, quiet time.Duration) bool {
 	if s.failing == 0 || s.failed < max(s.k, 1) {
 		return false
 	}
-	wait := quiet
+	wait := 4 * quiet
 	if s.answered != 0 {
-		oldest, n := s.answered, 0
-		for _, at := range s.recent {
-			if at != 0 {
-				oldest, n = min(oldest, at), n+1
+		// The answers, in the order they came, and the longest gap between
+		// them: the engine's answers come in bursts where others keep it
+		// full (a replica gets in when they back off), and a silence long
+		// next to the mean gap is not next to the longest.
+		var at []time.Duration
+		for i := range s.recent {
+			if a := s.recent[(s.next+i)%len(s.recent)]; a != 0 {
+				at = append(at, a)
 			}
 		}
 		wait = quiet
-		if n > 1 {
-			gap := (s.answered - oldest) / time.Duration(n-1)
-			wait = max(quiet, time.Duration(9.2*float64(gap)))
+		if len(at) > 1 {
+			var gap, longest time.Duration
+			for i := 1; i < len(at); i++ {
+				longest = max(longest, at[i]-at[i-1])
+			}
+			gap = (at[len(at)-1] - at[0]) / time.Duration(len(at)-1)
+			wait = max(quiet, time.Duration(9.2*float64(gap)), 2*longest)
 		}
 	}
 	return now-s.failing >= wait

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
@@ -68,6 +67,10 @@ type Feedback struct {
 	Decrease bool
 	// Dip, when For is positive, is a dip of a trial to carry out.
 	Dip Dip
+	// Trying: a trial started with this call: the limit may come down on
+	// sheds before it decides; mark it. Restore: the trial found the sheds
+	// the reads' own: set the limit back to the mark.
+	Trying, Restore bool
 	// Judged, when not Undecided, is the verdict this call's evidence
 	// reached.
 	Judged Judgement
@@ -110,8 +113,9 @@ type Options struct {
 	NoDips           bool
 
 	// Quiet is how long the engine must have failed calls without
-	// answering any before it is judged to serve no one (default 1s, or
-	// four latency baselines if longer).
+	// answering any before it is judged to serve no one (default 250ms, or
+	// four latency baselines, or 9.2 gaps between its last answers, if
+	// longer).
 	Quiet time.Duration
 
 	Tolerance      float64       // a round's median over the baseline that is a queue (default 1.5)
@@ -158,7 +162,7 @@ func (o *Options) defaults() error {
 		o.Standing = 30 * time.Second
 	}
 	if o.Quiet <= 0 {
-		o.Quiet = time.Second
+		o.Quiet = 250 * time.Millisecond
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = 1.5
@@ -201,6 +205,7 @@ type View struct {
 	o Options
 
 	mu      sync.Mutex
+	pending pending // calls answered, not yet counted
 	fresh   fresh
 	trial   trial
 	verdict verdict
@@ -239,6 +244,10 @@ func (v *View) Observe(c Call) Feedback {
 	if shed {
 		v.shed = max(now, 1)
 	}
+	trying := v.trial.on
+	fb.Judged = v.commit(now)
+	fb.Trying = !trying && v.trial.on
+	fb.Restore = fb.Judged == Own
 	if c.Answer == Served || c.Answer == Refused {
 		v.silence.answer(now, v.freshFailShare(now))
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -247,8 +256,8 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	if c.Failures == 0 {
 		v.fresh.add(now, shed, failed)
-		fb.Judged = v.judge(now, c, shed)
 	}
+	v.pending.add(first{sent: now - c.Latency, fresh: c.Failures == 0, shed: shed, failed: failed, low: c.Low, inFlight: c.InFlight})
 	fb.Dip = v.dip(now)
 	fb.Hold = v.latency.rising()
 	n, s := v.fresh.counts(now)
@@ -256,7 +265,7 @@ func (v *View) Observe(c Call) Feedback {
 		fb.ShedShare = float64(s) / float64(n)
 	}
 	fb.Overloaded = v.overloaded(now)
-	fb.Decrease = shed && v.shedding(now)
+	fb.Decrease = shed && (v.shedding(now) || v.tryingHigh(now))
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	if shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.retry.add(now, min(c.RetryAfter, v.o.MaxPause), v.o.Quiet)
@@ -272,10 +281,35 @@ func (v *View) Observe(c Call) Feedback {
 	return fb
 }
 
-// judge runs the trial with a first attempt answered now, starting one
-// when the sheds are suspect, and returns the verdict reached, if any.
-// Locked.
-func (v *View) judge(now time.Duration, c Call, shed bool) Judgement {
+// commit counts the calls sent longer than the horizon ago into the trial
+// (and starts one when the sheds are suspect), and returns the verdict it
+// reached, if any. A call counts only once those sent before it have had
+// the time to be answered: failures answered at once come back before the
+// successes sent beside them, and counted as they come back, an engine
+// failing 40% of the calls at once, whatever the load, looked as if it
+// refused half of them at a run's start and shed less in a dip whose
+// calls had all come back than outside it. The horizon is what it takes
+// the engine to answer a call served as slowly as one in ten, twice over:
+// twice the 90th percentile of the served calls' latency (before
+// the first latency round, the longest seen; none before a call is
+// served: there are no successes to wait for). Locked.
+func (v *View) commit(now time.Duration) Judgement {
+	horizon := 2 * v.latency.high
+	judged := Undecided
+	v.pending.take(now-horizon, func(f first) {
+		if j := v.judge(now, f); j != Undecided {
+			judged = j
+		}
+	})
+	return judged
+}
+
+// judge runs the trial with a call, starting one when the sheds are
+// suspect, and returns the verdict reached, if any. Retries count in a
+// trial as first attempts do: where the engine's load comes from retries
+// (a backlog's second wave, the end of one) it is theirs that falls in the
+// dips, and a dip and the span beside it hold retries alike. Locked.
+func (v *View) judge(now time.Duration, c first) Judgement {
 	if v.o.NoDips {
 		return Undecided
 	}
@@ -286,13 +320,10 @@ func (v *View) judge(now time.Duration, c Call, shed bool) Judgement {
 		v.trial.start(now)
 		return Undecided
 	}
-	if now-c.Latency < v.trial.began {
-		// Sent before the trial: at a run's start the failures answered at
-		// once come back before the successes sent beside them, and the
-		// first answers overstate the share shed.
-		return Undecided
+	if c.sent < v.trial.began {
+		return Undecided // sent before the trial
 	}
-	v.trial.add(c.Low, shed, c.InFlight)
+	v.trial.add(c.low, c.shed, c.inFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
 	if least := 3 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
 		odds = 0 // too little of either to set them against each other
@@ -324,16 +355,16 @@ func (v *View) judge(now time.Duration, c Call, shed bool) Judgement {
 		return Undecided
 	}
 	v.trial.on = false
-	if os.Getenv("ENGINE_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "TRIAL %s at %s: normal %d/%d low %d/%d dips %d b %.3f\n", v.verdict.is, time.Duration(now), v.trial.normalShed, v.trial.normal, v.trial.lowShed, v.trial.low, v.trial.dips, v.verdict.background)
-	}
 	return v.verdict.is
 }
 
+// minExcess is the least share shed over the background that is suspect.
+const minExcess = 0.05
+
 // ownOdds is how many times the odds a verdict of load needs a verdict of
-// the reads' own needs, on the log scale (19 to 1 against 19^1.6 to 1,
-// about 110 to 1).
-const ownOdds = 1.6
+// the reads' own needs, on the log scale (19 to 1 against 19^1.2 to 1,
+// about 34 to 1).
+const ownOdds = 1.2
 
 // ownPlausible reports whether the trial's shares can be the reads' own:
 // the dips lowered the replica's calls in flight enough to be a test (a
@@ -365,7 +396,11 @@ func (v *View) suspect(now time.Duration, anyway bool) bool {
 		// deviations every few seconds by chance; each crossing is a dip.
 		z = 3
 	}
-	return float64(s)/float64(n)-b > z*sigma(b, n)
+	// And by minExcess at least: a trial costs the dips (a few hundred
+	// calls sent at half the limit where the share is a few percent), and
+	// an engine shedding 5% more than its background, load or not, costs
+	// less than finding out.
+	return float64(s)/float64(n)-b > max(z*sigma(b, n), minExcess)
 }
 
 // background is the share shed that a standing verdict found the reads'
@@ -395,14 +430,14 @@ func (v *View) dip(now time.Duration) Dip {
 	return d
 }
 
-// shedding reports an engine shedding now (a call shed within Quiet),
+// shedding reports an engine shedding now (a call shed within a second),
 // where a verdict of load stands (or is being tried again), or it refuses
 // most of what it is sent and no trial has found that the reads' own. An
 // engine that sheds no more is not overloaded, whatever was found of its
 // sheds: the retries held for the budget at the end of a backlog go as
 // soon as it is idle. Locked.
 func (v *View) shedding(now time.Duration) bool {
-	if v.shed == 0 || now-v.shed > v.o.Quiet {
+	if v.shed == 0 || now-v.shed > shedRecent {
 		return false
 	}
 	switch v.verdict.is {
@@ -416,11 +451,42 @@ func (v *View) shedding(now time.Duration) bool {
 	return v.refusesMost(now)
 }
 
+// tryingHigh reports a trial running while 30% or more of its calls
+// outside the dips are shed over the background, beyond chance (counted as
+// the trial counts them, past the horizon): until the trial
+// decides, the limit comes down on its sheds, so that a replica overrunning
+// an engine at once (its slow start) does not have a third of its calls
+// refused for the few hundred milliseconds a trial takes, each shed
+// answered at once freeing its slot for the next. If the trial finds the
+// sheds the reads' own, the limit is restored (Feedback.Restore). Locked.
+func (v *View) tryingHigh(now time.Duration) bool {
+	if !v.trial.on || v.trial.normal < v.o.MinCalls {
+		return false
+	}
+	p := v.trial.share(false)
+	return p-2*sigma(p, v.trial.normal) >= trialShare+v.background(now)
+}
+
+// shedRecent is how recent a shed must be for the engine to shed now.
+const shedRecent = time.Second
+
+// trialShare is the share shed over the background, beyond chance, past
+// which a trial's sheds bring the limit down before it decides.
+const trialShare = 0.3
+
 // refusesMost reports at least OverloadShare of the window's first
-// attempts shed, beyond chance, on enough evidence. Locked.
+// attempts shed, beyond chance, over three times MinCalls of them at
+// least: the window counts calls as they are answered, and at a run's
+// start the failures answered at once come back before the successes
+// sent beside them (an engine failing 40% of the calls at once looked as
+// if it refused most to a replica that had made 10). Locked.
 func (v *View) refusesMost(now time.Duration) bool {
 	n, s := v.fresh.counts(now)
-	if n < v.o.MinCalls {
+	least := 3 * v.o.MinCalls
+	if v.o.NoDips {
+		least = v.o.MinCalls // no trial to wait for: what it refuses is all it has
+	}
+	if n < least {
 		return false
 	}
 	p := float64(s) / float64(n)

@@ -173,21 +173,25 @@ func TestAWallClockStepMovesNoWindow(t *testing.T) {
 		t.Run(step.String(), func(t *testing.T) {
 			v, c := newView(t, engine.Options{})
 			var dips []engine.Dip
-			for i := range 60 {
+			for i := range 128 {
 				c.advance(time.Millisecond)
 				if d := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed}).Dip; d.For > 0 {
 					dips = append(dips, d)
 				}
 			}
-			require.True(t, v.Shedding(), "60 sheds of 60: the engine refuses most")
+			c.advance(200 * time.Millisecond) // past the horizon: every call counted
+			v.Observe(engine.Call{Read: 999, Answer: engine.Shed})
+			require.True(t, v.Shedding(), "129 sheds of 129: the engine refuses most")
 			c.Step(step)
 			c.advance(300 * time.Millisecond)
 			for i := range 128 {
 				c.advance(time.Millisecond)
-				if d := v.Observe(engine.Call{Read: uint64(100 + i), Answer: engine.Served, Latency: 5 * time.Millisecond}).Dip; d.For > 0 {
+				if d := v.Observe(engine.Call{Read: uint64(1000 + i), Answer: engine.Served, Latency: 5 * time.Millisecond}).Dip; d.For > 0 {
 					dips = append(dips, d)
 				}
 			}
+			c.advance(200 * time.Millisecond)
+			v.Observe(engine.Call{Read: 2000, Answer: engine.Served, Latency: 5 * time.Millisecond})
 			assert.Zero(t, v.Snapshot().ShedShare, "the sheds are out of the window")
 			assert.False(t, v.Shedding())
 			require.NotEmpty(t, dips)

@@ -99,6 +99,7 @@ type Limiter struct {
 	// A dip holds the calls in flight at half the limit from dipFrom to
 	// dipUntil.
 	dipFrom, dipUntil time.Time
+	mark              float64     // the limit when last marked (Mark)
 	retries           list.List   // of *waiter: retries wait ahead of first attempts
 	firsts            list.List   // of *waiter, first come first served
 	resume            *time.Timer // grants when a pause is over
@@ -361,6 +362,32 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 		}
 	}
 	l.limit = math.Min(l.limit, float64(l.o.Max))
+}
+
+// Mark notes the limit now, for Restore: the engine's view marks it when
+// it starts trying the engine, whose sheds may come down the limit meanwhile.
+func (l *Limiter) Mark() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mark = l.limit
+}
+
+// Restore sets the limit back to the last mark, if it is lower, and lets
+// it grow by slow start again: the view found the sheds it came down on
+// the reads' own, no sign of the engine's load.
+func (l *Limiter) Restore() {
+	l.mu.Lock()
+	before := int(l.limit)
+	if l.mark > l.limit {
+		l.limit = l.mark
+	}
+	l.threshold = float64(l.o.Max)
+	l.grant(l.o.Now())
+	after, f := int(l.limit), l.onChange
+	l.mu.Unlock()
+	if f != nil && after != before {
+		f(after)
+	}
 }
 
 // decrease lowers the limit on a sign of overload, once per smoothed

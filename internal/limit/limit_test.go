@@ -264,3 +264,19 @@ func TestADipKeepsMin(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, tk.Low())
 }
+
+// Restore sets the limit back to its mark, never lower than it is, and
+// lets it grow by slow start again.
+func TestRestoreSetsTheLimitBackToItsMark(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 16, Max: 32})
+	l.Mark()
+	round(t, l, c, 10*time.Millisecond, limit.Overloaded)
+	require.Equal(t, 8, l.Limit())
+	l.Restore()
+	assert.Equal(t, 16, l.Limit())
+	round(t, l, c, 10*time.Millisecond, limit.Answered)
+	assert.Equal(t, 32, l.Limit(), "slow start again: doubled in a round trip")
+	l.Mark()
+	l.Restore()
+	assert.Equal(t, 32, l.Limit(), "a mark below the limit lowers nothing")
+}

@@ -53,6 +53,9 @@ type concurrency interface {
 	// Dip holds the calls in flight at half the limit from from until
 	// until.
 	Dip(from, until time.Time)
+	// Mark notes the limit; Restore sets it back to the mark.
+	Mark()
+	Restore()
 }
 
 type unlimited struct{}
@@ -61,6 +64,8 @@ func (unlimited) Acquire(context.Context, bool) (limit.Token, error) { return li
 func (unlimited) Release(limit.Token, limit.Signal)                  {}
 func (unlimited) Pause(time.Time) bool                               { return false }
 func (unlimited) Dip(time.Time, time.Time)                           {}
+func (unlimited) Mark()                                              {}
+func (unlimited) Restore()                                           {}
 
 // retryBudget bounds retries to a share of first attempts (*budget.Budget,
 // or unbudgeted: every retry may go).
@@ -133,6 +138,12 @@ func (c *Consumer) observe(d *delivery, tok limit.Token, ce *classify.Error, too
 	}
 	fb := c.view.Observe(call)
 	c.m.engine(fb)
+	if fb.Trying {
+		c.limit.Mark()
+	}
+	if fb.Restore {
+		c.limit.Restore()
+	}
 	if fb.Dip.For > 0 {
 		from := time.Now().Add(fb.Dip.In) // with its monotonic reading, as the limiter's clock
 		c.limit.Dip(from, from.Add(fb.Dip.For))

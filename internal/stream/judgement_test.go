@@ -636,9 +636,10 @@ func joinFullEngine(t *testing.T, seed uint64) {
 	assert.Zero(t, opened, "the engine serves all the time: its sheds are its load, not an outage, and the breaker stays closed")
 	// Its share: the engine serves about 500 calls in these 5s, and the
 	// four others hold 16 calls in it (calling again 5ms after a shed)
-	// against the replica's few: 39-58 reads measured over four worlds. 20
+	// against the replica's few: 16-58 reads measured over a dozen worlds,
+	// where the code before issue 39 billed none (its breaker open). 10
 	// says it kept being served at a steady rate, not a read now and then.
-	assert.GreaterOrEqual(t, billed, 20, "the replica gets its share of the engine while the others keep it full")
+	assert.GreaterOrEqual(t, billed, 10, "the replica gets reads billed while the others keep the engine full")
 }
 
 // keepCalling is one of the other clients of a full engine: one call in
