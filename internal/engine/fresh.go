@@ -109,21 +109,37 @@ type first struct {
 // counted at once (an engine answering in seconds at thousands a second).
 const maxPending = 4096
 
-// pending is the first attempts answered and not yet counted, in the
-// order they were answered.
-type pending struct{ calls []first }
+// pending is the calls answered and not yet counted, in the order they
+// were answered, and the earliest sent among them.
+type pending struct {
+	calls    []first
+	earliest time.Duration
+}
 
-func (p *pending) add(f first) { p.calls = append(p.calls, f) }
+func (p *pending) add(f first) {
+	if len(p.calls) == 0 || f.sent < p.earliest {
+		p.earliest = f.sent
+	}
+	p.calls = append(p.calls, f)
+}
 
-// take hands f every first attempt sent before before, oldest answered
-// first, and any past maxPending, and forgets them.
-func (p *pending) take(before time.Duration, f func(first)) {
-	keep := p.calls[:0]
+// take hands f every call sent before before, oldest answered first, and
+// any past maxPending, and forgets them. It looks only once the earliest
+// is slack past before (a quarter of the horizon: the calls are counted a
+// little late, in batches, rather than the whole list scanned every call).
+func (p *pending) take(before, slack time.Duration, f func(first)) {
 	over := len(p.calls) - maxPending
+	if len(p.calls) == 0 || (p.earliest >= before-slack && over <= 0) {
+		return
+	}
+	keep := p.calls[:0]
 	for i, c := range p.calls {
 		if c.sent < before || i < over {
 			f(c)
 			continue
+		}
+		if len(keep) == 0 || c.sent < p.earliest {
+			p.earliest = c.sent
 		}
 		keep = append(keep, c)
 	}

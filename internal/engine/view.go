@@ -275,7 +275,7 @@ func (v *View) Observe(c Call) Feedback {
 			// What it refused before the pause says nothing of after it, and
 			// the pause is the replica's own quiet, not the engine's silence.
 			v.fresh.reset()
-			v.silence.failing = 0
+			v.silence.failing, v.silence.failed = 0, 0
 		}
 	}
 	return fb
@@ -296,7 +296,7 @@ func (v *View) Observe(c Call) Feedback {
 func (v *View) commit(now time.Duration) Judgement {
 	horizon := 2 * v.latency.high
 	judged := Undecided
-	v.pending.take(now-horizon, func(f first) {
+	v.pending.take(now-horizon, horizon/4, func(f first) {
 		if j := v.judge(now, f); j != Undecided {
 			judged = j
 		}
