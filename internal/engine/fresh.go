@@ -79,6 +79,19 @@ func (f *fresh) counts(now time.Duration) (n, shed int) {
 	return f.n, f.shed
 }
 
+// span is how long the last k first attempts took to come (0 with fewer
+// than two of them).
+func (f *fresh) span(now time.Duration, k int) time.Duration {
+	f.expire(now)
+	k = min(k, f.n)
+	if k < 2 {
+		return 0
+	}
+	newest := f.calls[(f.head+f.n-1)%len(f.calls)].at
+	oldest := f.calls[(f.head+f.n-k)%len(f.calls)].at
+	return newest - oldest
+}
+
 // failShare is the share of the window's calls that failed (shed or
 // otherwise), and whether the window holds any.
 func (f *fresh) failShare(now time.Duration) (float64, bool) {

@@ -179,13 +179,14 @@ func TestAReplicaThatCannotSendLessFindsNothing(t *testing.T) {
 }
 
 // A pause is the longest wait asked, clamped to MaxPause, jittered up to
-// half as much again, never past it; what the engine refused before the
-// pause is no evidence after it (a full window again, before the next).
+// half as much again, never past it; the engine must have refused most
+// for a second first; what it refused before the pause is no evidence
+// after it.
 func TestAPauseIsTheWaitAskedAndForgetsWhatCameBefore(t *testing.T) {
 	v, c := newView(t, engine.Options{NoDips: true, MaxPause: 3 * time.Second})
 	var pauses []time.Duration
 	for i := range 200 {
-		c.advance(time.Millisecond)
+		c.advance(10 * time.Millisecond)
 		if fb := v.Observe(engine.Call{Read: uint64(i), Answer: engine.Shed, RetryAfter: 2 * time.Second}); fb.Pause > 0 {
 			pauses = append(pauses, fb.Pause)
 			assert.False(t, v.Overloaded(), "what it refused before the pause is forgotten")
@@ -333,6 +334,25 @@ func TestDownIsARunOfFailuresChanceDoesNotExplain(t *testing.T) {
 			}
 			v.Observe(engine.Call{Read: 99, Answer: engine.Served})
 			assert.False(t, v.Down(me), "it answered")
+		})
+	}
+}
+
+// An engine that refuses most for less than a second (a fleet's slow
+// start overrunning it, each replica down to a call) pauses nothing, though
+// it asks to wait; one that goes on refusing does.
+func TestABriefRefusalPausesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		for_  time.Duration
+		pause bool
+	}{{"refusing for 0.8s", 800 * time.Millisecond, false}, {"refusing for 2s", 2 * time.Second, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newReplica(t, engine.Options{MaxPause: time.Minute}, 9)
+			p.ra, p.inFlight, p.step = time.Second, 1, 2*time.Millisecond
+			p.run(int(tt.for_/p.step), 0.9, 0.9)
+			p.run(1000, 0, 0)
+			assert.Equal(t, tt.pause, p.pauses > 0, "%d pauses", p.pauses)
 		})
 	}
 }

@@ -100,8 +100,9 @@ type Options struct {
 	OverloadShare float64
 
 	// Dips: while a trial runs, dips start on wall-clock multiples of
-	// DipEvery (default 250ms) and last DipFor (default 100ms), or two
-	// latency baselines if longer; a trial that has not decided after
+	// DipEvery (default 250ms) and last DipFor (default 50ms), or two
+	// latency baselines, or the time 15 first attempts take at the rate
+	// the replica calls, if longer (at most 0.4 DipEvery); a trial that has not decided after
 	// MaxDips (default 16) starts again. Confidence is the odds a trial
 	// decides at (default 19). A verdict stands for Standing (default 30s),
 	// then is tried again if the sheds go on. NoDips: the replica cannot
@@ -150,7 +151,7 @@ func (o *Options) defaults() error {
 		o.DipEvery = 250 * time.Millisecond
 	}
 	if o.DipFor <= 0 {
-		o.DipFor = 100 * time.Millisecond
+		o.DipFor = 50 * time.Millisecond
 	}
 	if o.MaxDips <= 0 {
 		o.MaxDips = 16
@@ -213,6 +214,9 @@ type View struct {
 	latency rounds
 	retry   retryAfters
 	shed    time.Duration // when a call was last shed (monotonic; 0: never)
+	// refusing is since when the engine has refused most of what it is
+	// sent, without a break (monotonic; 0: it does not).
+	refusing time.Duration
 }
 
 // verdict is the last judgement a trial reached.
@@ -267,15 +271,23 @@ func (v *View) Observe(c Call) Feedback {
 	fb.Overloaded = v.overloaded(now)
 	fb.Decrease = shed && (v.shedding(now) || v.tryingHigh(now))
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
+	refusing := v.refusesMost(now)
+	switch {
+	case !refusing:
+		v.refusing = 0
+	case v.refusing == 0:
+		v.refusing = max(now, 1)
+	}
 	if shed && c.RetryAfter > 0 && v.o.MaxPause > 0 {
 		wait := v.retry.add(now, min(c.RetryAfter, v.o.MaxPause), v.o.Quiet)
-		if v.refusesMost(now) && (v.o.NoDips || c.InFlight <= 1) && now >= v.retry.until {
+		if refusing && now-v.refusing >= refuseFor && (v.o.NoDips || c.InFlight <= 1) && now >= v.retry.until {
 			fb.Pause = min(wait+time.Duration(v.o.Rand.Int64N(int64(wait/2)+1)), v.o.MaxPause)
 			v.retry.until = now + fb.Pause
 			// What it refused before the pause says nothing of after it, and
 			// the pause is the replica's own quiet, not the engine's silence.
 			v.fresh.reset()
 			v.silence.failing, v.silence.failed = 0, 0
+			v.refusing = 0
 		}
 	}
 	return fb
@@ -325,7 +337,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	}
 	v.trial.add(c.low, c.shed, c.inFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
-	if least := 3 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
+	if least := 2 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
 		odds = 0 // too little of either to set them against each other
 	} else if v.trial.rising() {
 		// More shed in the dips than outside them, beyond chance: the
@@ -424,11 +436,23 @@ func (v *View) dip(now time.Duration) Dip {
 		return Dip{}
 	}
 	in := nextDip(v.o.Clock.Now(), v.o.DipEvery)
-	d := Dip{In: in, For: max(v.o.DipFor, 2*v.latency.baseline)}
+	d := Dip{In: in, For: min(max(v.o.DipFor, 2*v.latency.baseline, v.fresh.span(now, dipCalls)), 2*v.o.DipEvery/5)}
 	t.dips++
 	t.dipEnd = now + d.In + d.For
 	return d
 }
+
+// refuseFor is how long the engine must have refused most of what it is
+// sent before the replica pauses on its Retry-After: a fleet's slow start
+// overruns an engine for a fraction of a second, each of its replicas
+// down to a call or two, and paused then it left the engine idle; an
+// engine that throttles the replica whatever it sends goes on.
+const refuseFor = time.Second
+
+// dipCalls is how many first attempts a dip should hold at least, at the
+// rate the replica has been calling: a replica of a large fleet, calling
+// a hundred reads a second, holds few in a dip of 50ms.
+const dipCalls = 15
 
 // shedding reports an engine shedding now (a call shed within a second),
 // where a verdict of load stands (or is being tried again), or it refuses
