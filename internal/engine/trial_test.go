@@ -356,3 +356,52 @@ func TestABriefRefusalPausesNothing(t *testing.T) {
 		})
 	}
 }
+
+// Client-side throttling: an engine answering half of what it is sent or
+// more is never throttled; one answering nothing gets about one request in
+// 130; as it answers again, the share sent grows back within a few turns
+// of the window. Nothing is held back before the engine's first answer.
+func TestTheThrottleHoldsBackWhatAnEngineDoesNotAnswer(t *testing.T) {
+	admitted := func(v *engine.View, c *clock, n int, answer engine.Answer) int {
+		in := 0
+		for i := range n {
+			c.advance(time.Millisecond)
+			if !v.Admit() {
+				continue
+			}
+			in++
+			v.Observe(engine.Call{Read: uint64(i), Answer: answer, Latency: time.Millisecond})
+		}
+		return in
+	}
+	t.Run("never answered yet: never", func(t *testing.T) {
+		v, c := newView(t, engine.Options{})
+		assert.Equal(t, 1000, admitted(v, c, 1000, engine.Shed))
+	})
+	t.Run("45% failing: never", func(t *testing.T) {
+		v, c := newView(t, engine.Options{})
+		r := rand.New(rand.NewPCG(10, 11))
+		for i := range 2000 {
+			c.advance(time.Millisecond)
+			require.True(t, v.Admit(), "request %d", i)
+			a := engine.Served
+			if r.Float64() < 0.45 { // under half refused, by chance now and then more
+				a = engine.Shed
+			}
+			v.Observe(engine.Call{Read: uint64(i), Answer: a, Latency: time.Millisecond})
+		}
+	})
+	t.Run("down, then back", func(t *testing.T) {
+		v, c := newView(t, engine.Options{})
+		admitted(v, c, 10, engine.Served)
+		in := admitted(v, c, 5000, engine.Shed)
+		assert.Less(t, in, 200, "of 5,000 requests to an engine answering none")
+		assert.Greater(t, in, 10, "some still go, to see it back")
+		admitted(v, c, 900, engine.Served) // the share sent doubles with each turn of the window
+		assert.Equal(t, 100, admitted(v, c, 100, engine.Served), "within 1,000 requests of its answering again, all of them go")
+		admitted(v, c, 5000, engine.Shed)
+		require.False(t, v.Admit() && v.Admit() && v.Admit() && v.Admit() && v.Admit(), "down again: held back")
+		v.Answering()
+		assert.True(t, v.Admit(), "the breaker closed on its probes: the throttle starts over")
+	})
+}

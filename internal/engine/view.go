@@ -214,6 +214,7 @@ type View struct {
 	latency rounds
 	retry   retryAfters
 	shed    time.Duration // when a call was last shed (monotonic; 0: never)
+	sent    throttle
 	// refusing is since when the engine has refused most of what it is
 	// sent, without a break (monotonic; 0: it does not).
 	refusing time.Duration
@@ -247,6 +248,11 @@ func (v *View) Observe(c Call) Feedback {
 	var fb Feedback
 	if shed {
 		v.shed = max(now, 1)
+	}
+	if c.Answer == Served || c.Answer == Refused {
+		v.sent.add(accepted)
+	} else {
+		v.sent.add(refused)
 	}
 	trying := v.trial.on
 	fb.Judged = v.commit(now)
@@ -335,9 +341,9 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	if c.sent < v.trial.began {
 		return Undecided // sent before the trial
 	}
-	v.trial.add(c.low, c.shed, c.inFlight)
+	v.trial.add(c.low, c.shed, c.fresh, c.inFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
-	if least := 2 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
+	if least := 3 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
 		odds = 0 // too little of either to set them against each other
 	} else if v.trial.rising() {
 		// More shed in the dips than outside them, beyond chance: the
@@ -475,20 +481,23 @@ func (v *View) shedding(now time.Duration) bool {
 	return v.refusesMost(now)
 }
 
-// tryingHigh reports a trial running while 30% or more of its calls
-// outside the dips are shed over the background, beyond chance (counted as
-// the trial counts them, past the horizon): until the trial
+// tryingHigh reports a trial running while 30% or more of the first
+// attempts among its calls outside the dips are shed over the background,
+// beyond chance (counted as the trial counts them, past the horizon; not
+// the retries, which at the end of a backlog are the reads that fail on
+// their own, and brought a replica's limit down to 3): until the trial
 // decides, the limit comes down on its sheds, so that a replica overrunning
 // an engine at once (its slow start) does not have a third of its calls
 // refused for the few hundred milliseconds a trial takes, each shed
 // answered at once freeing its slot for the next. If the trial finds the
 // sheds the reads' own, the limit is restored (Feedback.Restore). Locked.
 func (v *View) tryingHigh(now time.Duration) bool {
-	if !v.trial.on || v.trial.normal < v.o.MinCalls {
+	t := &v.trial
+	if !t.on || t.fresh < v.o.MinCalls {
 		return false
 	}
-	p := v.trial.share(false)
-	return p-2*sigma(p, v.trial.normal) >= trialShare+v.background(now)
+	p := float64(t.freshShed) / float64(t.fresh)
+	return p-2*sigma(p, t.fresh) >= trialShare+v.background(now)
 }
 
 // shedRecent is how recent a shed must be for the engine to shed now.
@@ -547,6 +556,43 @@ func (v *View) queued(now time.Duration) bool {
 func (v *View) freshFailShare(now time.Duration) float64 {
 	p, _ := v.fresh.failShare(now)
 	return p
+}
+
+// Admit reports whether a call may go now, or must be held back by the
+// replica (client-side throttling, as Google's SRE book has it): over the
+// last 128 requests, held back ones included, a request is held back with
+// probability (requests - 2 accepts) / (requests + 1), accepts being calls
+// the engine answered (2xx, or a permanent answer). An engine answering
+// half of what it is sent or more is never throttled, whatever the cause
+// of its refusals; one answering nothing (down, or refusing every call at
+// once) gets about one request in 130, so that its refusals, answered at
+// once, do not become a loop of calls as fast as it can refuse them before
+// the breaker may open. A call held back is no attempt of its read. Before
+// the engine's first answer, nothing is held back.
+func (v *View) Admit() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.silence.answered == 0 {
+		// Never answered yet: refusals now cannot be told from a replica's
+		// luck joining an engine kept full by others, and a replica that
+		// held its calls back then was not answered at all and opened its
+		// breaker. It calls until the breaker may judge (a second).
+		return true
+	}
+	p := v.sent.reject(v.o.MinCalls)
+	if p <= 0 || float64(v.o.Rand.Int64N(1<<30))/(1<<30) >= p {
+		return true
+	}
+	v.sent.add(heldBack)
+	return false
+}
+
+// Answering tells the view that the engine answers again as a whole (the
+// breaker closed on its probes): the throttle starts over.
+func (v *View) Answering() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sent.reset()
 }
 
 // Overloaded reports whether the engine is overloaded: it sheds, and a
