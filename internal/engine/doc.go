@@ -33,7 +33,8 @@
 // 0 without one) by 5 points and beyond chance (three standard deviations
 // over a background). A suspect replica dips: from the next wall-clock
 // multiple of DipEvery (250ms) it holds its calls in flight at half its
-// limit for DipFor (100ms, or two latency baselines if longer), and reports
+// limit for DipFor (50ms, or two latency baselines, or 15 first attempts'
+// worth at its rate, if longer; 0.4 DipEvery at most), and reports
 // the calls sent meanwhile as Low. Every replica that suspects the engine
 // dips on the same multiples, a standing verdict or not, so a fleet that
 // overloads an engine (each replica sees its sheds) sends less together,
@@ -55,8 +56,9 @@
 // cannot send less and a fleet many times over an engine's capacity see the
 // same share whatever they send. A trial whose dips shed more than the
 // calls beside them, beyond chance, starts again; one undecided after
-// MaxDips (16) ends. While a trial runs and 30% or more of its normal calls
-// are shed over the background, the limit comes down on its sheds
+// MaxDips (16) ends. While a trial runs and 30% or more of the first
+// attempts among its normal calls are shed over the background, the limit
+// comes down on its sheds, to eight calls in flight at least
 // (Feedback.Decrease); a verdict of the reads' own sets it back to what it
 // was when the trial began (Feedback.Trying, Feedback.Restore). A verdict
 // stands for Standing (30s).
@@ -68,21 +70,26 @@
 //     50%, beyond chance, over 30 first attempts) and no verdict of the
 //     reads' own stands. The read is not charged for its shed, and the limit
 //     comes down on it.
+//
 //   - Overloaded: shedding on a verdict of load (or, for a replica that
 //     cannot dip, shedding over 10 first attempts). The retry budget binds.
+//
 //   - Pause: Retry-After is always the floor of its own read's delay
-//     (package retry). The whole replica pauses only when the engine refuses
-//     most of what it is sent though the call was sent alone (the replica
+//     (package retry). The whole replica pauses only when the engine has
+//     refused most of what it is sent for a second, though the call was
+//     sent alone (the replica
 //     down to one call in flight; or a replica that cannot dip): the longest
 //     wait asked within Quiet, clamped to MaxPause, jittered up to half as
 //     much again. What it refused before a pause, and the silence during it,
 //     are forgotten at it.
+//
 //   - Serving: the engine is silent when it has failed every call sent since
 //     its last answer for Quiet (250ms, or four latency baselines), 9.2 mean
 //     gaps between its last 16 answers and twice the longest of them, over a
 //     run of failed calls beyond chance at the share failing before; before
 //     its first answer, four times Quiet. The breaker opens only on a silent
 //     engine.
+//
 //   - Down, for one read: since the engine last answered a call, the first
 //     attempts of more other reads failed than chance explains given the
 //     share of first attempts that failed before (odds under 1 in 10,000: two

@@ -214,7 +214,6 @@ type View struct {
 	latency rounds
 	retry   retryAfters
 	shed    time.Duration // when a call was last shed (monotonic; 0: never)
-	sent    throttle
 	// refusing is since when the engine has refused most of what it is
 	// sent, without a break (monotonic; 0: it does not).
 	refusing time.Duration
@@ -249,11 +248,6 @@ func (v *View) Observe(c Call) Feedback {
 	if shed {
 		v.shed = max(now, 1)
 	}
-	if c.Answer == Served || c.Answer == Refused {
-		v.sent.add(accepted)
-	} else {
-		v.sent.add(refused)
-	}
 	trying := v.trial.on
 	fb.Judged = v.commit(now)
 	fb.Trying = !trying && v.trial.on
@@ -275,7 +269,7 @@ func (v *View) Observe(c Call) Feedback {
 		fb.ShedShare = float64(s) / float64(n)
 	}
 	fb.Overloaded = v.overloaded(now)
-	fb.Decrease = shed && (v.shedding(now) || v.tryingHigh(now))
+	fb.Decrease = shed && (v.shedding(now) || v.tryingHigh(now, c.InFlight))
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	refusing := v.refusesMost(now)
 	switch {
@@ -485,15 +479,19 @@ func (v *View) shedding(now time.Duration) bool {
 // attempts among its calls outside the dips are shed over the background,
 // beyond chance (counted as the trial counts them, past the horizon; not
 // the retries, which at the end of a backlog are the reads that fail on
-// their own, and brought a replica's limit down to 3): until the trial
-// decides, the limit comes down on its sheds, so that a replica overrunning
-// an engine at once (its slow start) does not have a third of its calls
-// refused for the few hundred milliseconds a trial takes, each shed
-// answered at once freeing its slot for the next. If the trial finds the
-// sheds the reads' own, the limit is restored (Feedback.Restore). Locked.
-func (v *View) tryingHigh(now time.Duration) bool {
+// their own, and brought a replica of the partial mix down to a limit of
+// 3): until the trial decides, the limit comes down on its sheds, so that a
+// replica overrunning an engine at once (its slow start) does not have a
+// third of its calls refused for the few hundred milliseconds a trial
+// takes, each shed answered at once freeing its slot for the next. Not
+// below twice minHalved calls in flight (inFlight, the shed call's; 0: not
+// known): a replica brought lower could no longer dip to a test of the
+// reads' own, and, its trial undecided, came down to a limit of 1 against
+// an engine failing 40% at random. If the trial finds the sheds the reads'
+// own, the limit is restored (Feedback.Restore). Locked.
+func (v *View) tryingHigh(now time.Duration, inFlight int) bool {
 	t := &v.trial
-	if !t.on || t.fresh < v.o.MinCalls {
+	if !t.on || t.fresh < v.o.MinCalls || (inFlight > 0 && inFlight < 2*minHalved) {
 		return false
 	}
 	p := float64(t.freshShed) / float64(t.fresh)
@@ -556,43 +554,6 @@ func (v *View) queued(now time.Duration) bool {
 func (v *View) freshFailShare(now time.Duration) float64 {
 	p, _ := v.fresh.failShare(now)
 	return p
-}
-
-// Admit reports whether a call may go now, or must be held back by the
-// replica (client-side throttling, as Google's SRE book has it): over the
-// last 128 requests, held back ones included, a request is held back with
-// probability (requests - 2 accepts) / (requests + 1), accepts being calls
-// the engine answered (2xx, or a permanent answer). An engine answering
-// half of what it is sent or more is never throttled, whatever the cause
-// of its refusals; one answering nothing (down, or refusing every call at
-// once) gets about one request in 130, so that its refusals, answered at
-// once, do not become a loop of calls as fast as it can refuse them before
-// the breaker may open. A call held back is no attempt of its read. Before
-// the engine's first answer, nothing is held back.
-func (v *View) Admit() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.silence.answered == 0 {
-		// Never answered yet: refusals now cannot be told from a replica's
-		// luck joining an engine kept full by others, and a replica that
-		// held its calls back then was not answered at all and opened its
-		// breaker. It calls until the breaker may judge (a second).
-		return true
-	}
-	p := v.sent.reject(v.o.MinCalls)
-	if p <= 0 || float64(v.o.Rand.Int64N(1<<30))/(1<<30) >= p {
-		return true
-	}
-	v.sent.add(heldBack)
-	return false
-}
-
-// Answering tells the view that the engine answers again as a whole (the
-// breaker closed on its probes): the throttle starts over.
-func (v *View) Answering() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.sent.reset()
 }
 
 // Overloaded reports whether the engine is overloaded: it sheds, and a

@@ -215,9 +215,6 @@ func New(o Options) (*Consumer, error) {
 		next := bo.OnChange
 		bo.OnChange = func(from, to breaker.State) {
 			c.m.breakerChanged(to)
-			if to == breaker.Closed {
-				view.Answering() // its probes were answered: the throttle starts over
-			}
 			lvl := slog.LevelWarn
 			if to == breaker.Closed {
 				lvl = slog.LevelInfo

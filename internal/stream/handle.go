@@ -10,11 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
-	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // PanicError is a panic recovered while delivering a read.
@@ -126,10 +124,6 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation) situation {
 	s.called, s.failure, s.stopped, s.outage, s.expired, s.down, s.shedding = true, nil, nil, false, false, false, false
 	fresh := d.failures == 0
-	if err := c.throttle(graceful); err != nil {
-		s.stopped = errStopping
-		return s
-	}
 	permit, err := c.breaker.Acquire(graceful, fresh)
 	if err != nil {
 		s.stopped = errStopping
@@ -168,25 +162,6 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 	}
 	return s
 }
-
-// throttle holds the call back while the engine's view says so (it
-// answers less than half of what the replica sends: client-side
-// throttling), asking again after a jittered wait of up to 50ms, until
-// the view admits it or ctx ends. Not while the breaker is open or half
-// open: it holds the reads itself, and its probes must go. A call held
-// back is no attempt of its read.
-func (c *Consumer) throttle(ctx context.Context) error {
-	for c.breaker.State() == breaker.Closed && !c.view.Admit() {
-		c.m.throttled.Inc()
-		if err := retry.Sleep(ctx, time.Duration(c.o.Rand.Int64N(int64(throttleWait)))+time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// throttleWait bounds the wait before a call held back asks again.
-const throttleWait = 50 * time.Millisecond
 
 // settle carries a verdict out: the one place a read is acked, retried,
 // dead-lettered or handed back.

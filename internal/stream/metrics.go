@@ -53,7 +53,6 @@ type Metrics struct {
 	engineTrials    *prometheus.CounterVec
 	engineDips      prometheus.Counter
 	pauses          prometheus.Counter
-	throttled       prometheus.Counter
 	recordMetrics
 
 	serverClockOffset prometheus.Gauge
@@ -193,10 +192,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.engineDips = f.NewCounter(prometheus.CounterOpts{
 		Namespace: ns, Name: "engine_dips_total",
 		Help: "Dips of the engine view's trials: the calls in flight held at half the limit for a moment, to see whether the engine sheds less.",
-	})
-	m.throttled = f.NewCounter(prometheus.CounterOpts{
-		Namespace: ns, Name: "engine_throttled_total",
-		Help: "Calls to the rate engine held back by the replica (client-side throttling: the engine answered less than half of what it was sent); each asks again within 50ms, uncharged.",
 	})
 	m.pauses = f.NewCounter(prometheus.CounterOpts{
 		Namespace: ns, Name: "engine_pauses_total",
