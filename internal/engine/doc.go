@@ -72,7 +72,8 @@
 //     comes down on it.
 //
 //   - Overloaded: shedding on a verdict of load (or, for a replica that
-//     cannot dip, shedding over 10 first attempts). The retry budget binds.
+//     cannot dip, shedding over 10 first attempts), the engine refusing
+//     most of what it is sent now. The retry budget binds.
 //
 //   - Pause: Retry-After is always the floor of its own read's delay
 //     (package retry). The whole replica pauses only when the engine has

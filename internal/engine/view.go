@@ -487,8 +487,11 @@ func (v *View) shedding(now time.Duration) bool {
 // below twice minHalved calls in flight (inFlight, the shed call's; 0: not
 // known): a replica brought lower could no longer dip to a test of the
 // reads' own, and, its trial undecided, came down to a limit of 1 against
-// an engine failing 40% at random. If the trial finds the sheds the reads'
-// own, the limit is restored (Feedback.Restore). Locked.
+// an engine failing 40% at random; and where the calls in flight are few,
+// a dip no longer lowers the load enough to find it the engine's (against
+// 2 servers and a queue of 2, no trial decided in 10s). If the trial finds
+// the sheds the reads' own, the limit is restored (Feedback.Restore).
+// Locked.
 func (v *View) tryingHigh(now time.Duration, inFlight int) bool {
 	t := &v.trial
 	if !t.on || t.fresh < v.o.MinCalls || (inFlight > 0 && inFlight < 2*minHalved) {
@@ -524,17 +527,23 @@ func (v *View) refusesMost(now time.Duration) bool {
 	return p-2*sigma(p, n) >= v.o.OverloadShare
 }
 
-// overloaded is the verdict at now: the engine sheds, and a trial found
-// the sheds its load (a replica that cannot dip takes an engine refusing
-// most for overloaded). An engine refusing most that no trial has found
-// overloaded (one kept full by others, one failing most reads on their
-// own) binds no retry budget: the replica's own retries are then its only
-// chance of an answer, and a replica that holds them back sees the engine
-// as silent as one that is down. A queue in its latency alone trims the
-// limit (Feedback.Queued), no more: latency is also the replica's own (a
-// busy CPU, a GC), and it says nothing of retries. Locked.
+// overloaded is the verdict at now: a trial found the engine's sheds its
+// load (a replica that cannot dip takes that for granted), and it refuses
+// most of what it is sent now. The retry budget is for that: where an
+// engine the fleet overloads refuses most, retries multiply the load.
+// Where it refuses less (a fleet at its edge, shedding a tenth), the limit
+// paces every call, retries too, and a budget binding on top held the
+// retries of a backlog's end while the engine sat idle (16 replicas: 600
+// retries held for two seconds, the budget denying 3,000 asks). An engine
+// refusing most that no trial found overloaded (one kept full by other
+// clients) binds none either: the replica's own retries are then its only
+// chance of an answer, and one holding them back saw the engine as silent
+// as one that is down and opened its breaker. A queue in its latency alone
+// trims the limit (Feedback.Queued), no more: latency is also the
+// replica's own (a busy CPU, a GC), and it says nothing of retries.
+// Locked.
 func (v *View) overloaded(now time.Duration) bool {
-	return v.shedding(now) && (v.verdict.is == Load || v.o.NoDips)
+	return v.shedding(now) && v.refusesMost(now) && (v.verdict.is == Load || v.o.NoDips)
 }
 
 // queued reports a queue in the latency that is still the engine's: it
@@ -556,10 +565,9 @@ func (v *View) freshFailShare(now time.Duration) float64 {
 	return p
 }
 
-// Overloaded reports whether the engine is overloaded: it sheds, and a
-// trial found its sheds move with the load the fleet sends (or, for a
-// replica that cannot dip, it refuses most of what it is sent). The retry
-// budget binds.
+// Overloaded reports whether the engine is overloaded: a trial found its
+// sheds its load (or the replica cannot dip), and it refuses most of what
+// it is sent now. The retry budget binds.
 func (v *View) Overloaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()

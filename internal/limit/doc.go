@@ -28,9 +28,10 @@
 // attempts, so a retry that is due is never starved by new reads. Pause
 // holds every new call until a time: the engine's view asks for it when the
 // engine refuses most calls whatever the replica sends, and asks to wait.
-// Dip holds the calls in flight at half the limit for a moment: the view
-// asks for it to see whether the engine sheds less when the fleet sends
-// less; a slot granted during a dip is Low.
+// Dip holds the calls in flight at half the limit (below Min too: it is an
+// experiment, not the limit) for a moment: the view asks for it to see
+// whether the engine sheds less when the fleet sends less; a slot granted
+// during a dip is Low.
 //
 // A Limiter is safe for concurrent use; Acquire blocks until a slot is free
 // or its context ends.

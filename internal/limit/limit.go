@@ -188,7 +188,7 @@ func (l *Limiter) Pause(until time.Time) bool {
 	return true
 }
 
-// Dip holds the calls in flight at half the limit (Min at least) from
+// Dip holds the calls in flight at half the limit (one at least, below Min too) from
 // from until until: the engine's view asks for it to see whether the
 // engine answers differently when the replica sends less. A slot granted
 // meanwhile is Low. A dip asked for while one is pending replaces it.
@@ -254,7 +254,7 @@ func (l *Limiter) Acquire(ctx context.Context, retry bool) (Token, error) {
 func (l *Limiter) free(now time.Time) bool {
 	lim := int(l.limit)
 	if l.dipping(now) {
-		lim = max(l.o.Min, lim/2)
+		lim = max(1, lim/2) // an experiment, not the limit: below Min too
 	}
 	return !now.Before(l.pauseUntil) && l.inFlight < lim
 }

@@ -256,13 +256,28 @@ func TestADipHoldsHalfTheLimit(t *testing.T) {
 	}
 }
 
-// A dip never holds fewer calls than Min.
-func TestADipKeepsMin(t *testing.T) {
+// A dip holds one call at least.
+func TestADipKeepsOneCall(t *testing.T) {
 	l, c := newLimiter(t, limit.Options{Min: 1, Initial: 1})
 	l.Dip(c.Now(), c.Now().Add(time.Second))
 	tk, err := l.Acquire(t.Context(), false)
 	require.NoError(t, err)
 	assert.True(t, tk.Low())
+}
+
+// A dip is an experiment, not the limit: it halves a limit at its Min too,
+// so that a replica whose limit cannot come down still sends less in it.
+func TestADipGoesBelowMin(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Min: 8, Initial: 8})
+	l.Dip(c.Now(), c.Now().Add(time.Second))
+	for range 4 {
+		_, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err := l.Acquire(ctx, false)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8, though Min is 8")
 }
 
 // Restore sets the limit back to its mark, never lower than it is, and
