@@ -41,8 +41,9 @@
 // and a trial sees what the fleet's load does, not one replica's.
 //
 // A trial (run when sheds are suspect and no verdict of load stands) sets
-// the shed share of the low calls against that of the normal ones sent in
-// the same span, retries and first attempts alike, each counted once the
+// the shed share of the low first attempts against that of the normal ones
+// sent in the same span (not the retries, which the limiter grants first,
+// so that a dip holds more of them), each counted once the
 // calls sent before it have had the time to be answered (twice the 90th
 // percentile of the served latency: failures answered at once come back
 // before the successes sent beside them). It is a sequential test (Wald's)

@@ -317,10 +317,12 @@ func (v *View) commit(now time.Duration) Judgement {
 }
 
 // judge runs the trial with a call, starting one when the sheds are
-// suspect, and returns the verdict reached, if any. Retries count in a
-// trial as first attempts do: where the engine's load comes from retries
-// (a backlog's second wave, the end of one) it is theirs that falls in the
-// dips, and a dip and the span beside it hold retries alike. Locked.
+// suspect, and returns the verdict reached, if any. Only first attempts
+// count: the limiter grants retries first, so a dip holds more of them
+// than the span beside it, and with them in the trial an engine failing
+// 40% of its calls at random was found loaded (its limit at 1 for the
+// run). Where a backlog's load comes from retries, the limit comes down on
+// the first attempts' sheds meanwhile (tryingHigh). Locked.
 func (v *View) judge(now time.Duration, c first) Judgement {
 	if v.o.NoDips {
 		return Undecided
@@ -332,8 +334,8 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		v.trial.start(now)
 		return Undecided
 	}
-	if c.sent < v.trial.began {
-		return Undecided // sent before the trial
+	if c.sent < v.trial.began || !c.fresh {
+		return Undecided // sent before the trial, or a retry
 	}
 	v.trial.add(c.low, c.shed, c.fresh, c.inFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
