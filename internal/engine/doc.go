@@ -49,9 +49,10 @@
 // before the successes sent beside them). It is a sequential test (Wald's)
 // of two hypotheses: the reads' own (the low share as high as the normal
 // one) and load (the share over the background halved, or 2p-1 past half
-// refused). On 30 calls a side at least, load is decided at odds of
-// Confidence (19 to 1) and a drop beyond chance (three standard deviations);
-// the reads' own at odds of Confidence^1.2 (about 34 to 1), after two dips,
+// refused). Load is decided at odds of Confidence (19 to 1) and a drop
+// beyond chance (three standard deviations), on MinCalls a side; the reads'
+// own on three times that, at odds of Confidence^1.2 (about 34 to 1), after
+// two dips,
 // with the replica's calls in flight halved from 4 or more, and the engine
 // serving most of what it is sent: a replica that dipped alone, one that
 // cannot send less and a fleet many times over an engine's capacity see the

@@ -339,7 +339,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	}
 	v.trial.add(c.low, c.shed, c.fresh, c.inFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
-	if least := 3 * v.o.MinCalls; v.trial.low < least || v.trial.normal < least {
+	if v.trial.low < v.o.MinCalls || v.trial.normal < v.o.MinCalls {
 		odds = 0 // too little of either to set them against each other
 	} else if v.trial.rising() {
 		// More shed in the dips than outside them, beyond chance: the
@@ -354,13 +354,17 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// it is not, and a dip whose calls happen to be served while
 		// those beside it happen to fail (a quarter failing on their own,
 		// at a run's start) is no load: the drop must be beyond chance
-		// too, three standard deviations of it.
+		// too, three standard deviations of it. On MinCalls a side: a
+		// replica of a large fleet holds eight first attempts in a dip, and
+		// on 30 its fleet's overrun of an engine lasted a second.
 		v.verdict = verdict{is: Load, at: now}
-	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible():
-		// The reads' own needs more: a replica that dipped alone (its fleet
-		// not suspecting yet, or at its least limit already) sees the same
-		// share whatever the load, and taken for the reads' own, the
-		// engine's load would be charged to them.
+	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
+		v.trial.low >= 3*v.o.MinCalls && v.trial.normal >= 3*v.o.MinCalls:
+		// The reads' own needs more (30 calls a side, two dips, higher
+		// odds): a replica that dipped alone (its fleet not suspecting
+		// yet, or at its least limit already) sees the same share whatever
+		// the load, and taken for the reads' own, the engine's load would
+		// be charged to them.
 		v.verdict = verdict{is: Own, at: now, background: v.trial.share(true)}
 	default:
 		if v.trial.dips >= v.o.MaxDips && now >= v.trial.dipEnd {
