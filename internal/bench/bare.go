@@ -107,9 +107,16 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		cc.Stop()
-		stop()
-		return fmt.Errorf("bare-consumer: stopped after %d of %d acks", acked.Load(), *n)
+		// The bench stops us once the ack floor reaches n, which can be
+		// before the worker that sent the nth ack has counted it and taken
+		// the last reading: give it a moment, since the stats line is owed.
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			cc.Stop()
+			stop()
+			return fmt.Errorf("bare-consumer: stopped after %d of %d acks", acked.Load(), *n)
+		}
 	}
 	ferr := nc.Flush() // the acks reach the server
 	st := BareStats{Acked: acked.Load(), Window: *n - 1, Mallocs: last.Mallocs - first.Mallocs, Bytes: last.TotalAlloc - first.TotalAlloc, NumGC: last.NumGC - first.NumGC,
