@@ -48,7 +48,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "engines-n", "engines-policies", "audit-n", "process-n", "process-rounds", "process-profile",
+var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "engines-n", "engines-policies", "engines-cells", "audit-n", "process-n", "process-rounds", "process-profile",
 	"consumer-binary", "nats-server-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
 
 // bareMode is the hidden first argument that runs the process scenario's
@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
 		enginesN   = fs.Int("engines-n", def.EnginesN, "backlog each backlog cell of the engines scenario drains (its capacity cells drain twice as many)")
 		policies   = fs.String("engines-policies", "production,short", "retry policies the engines scenario runs its matrix with, comma-separated: "+strings.Join(bench.EnginesPolicyNames(), ", "))
+		cells      = fs.String("engines-cells", "", "run only the engines scenario's cells whose name holds one of these, semicolon-separated (\"capacity, 16 replicas;down\"); default: all")
 		auditN     = fs.Int("audit-n", def.AuditN, "reads the consumer binary audits in the audit scenario")
 		processN   = fs.Int("process-n", def.ProcessN, "backlog each process of the process scenario drains")
 		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer and the product, each round")
@@ -140,6 +141,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return exitBadUsage
 			}
 			cfg.EnginesPolicies = append(cfg.EnginesPolicies, p)
+		}
+	}
+	if given["engines-cells"] {
+		for _, c := range strings.Split(*cells, ";") {
+			if c = strings.TrimSpace(c); c != "" {
+				cfg.EnginesCells = append(cfg.EnginesCells, c)
+			}
 		}
 	}
 	if given["audit-n"] {

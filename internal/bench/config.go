@@ -112,6 +112,9 @@ type Config struct {
 	// 4" replicas.
 	EnginesPolicies []EnginesPolicy
 	EnginesFleets   []int
+	// EnginesCells, when not empty, runs only the cells whose name holds
+	// one of them (say "capacity, 16" or "down"): to rerun a row.
+	EnginesCells []string
 	// EnginesDown is how long the down cell's engine is down from its
 	// first call; EnginesJoinFor how long the join cell's replica runs;
 	// EnginesThrottleWait the max_server_wait of the throttled-account

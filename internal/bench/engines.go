@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,6 +182,9 @@ func runEngines(ctx context.Context, e *env, cfg Config) (*Engines, error) {
 		m := &matrix{ctx: ctx, e: e, cfg: cfg, p: p, seed: cfg.Seed + uint64(pi+1)<<40}
 		run := EnginesRun{Policy: p}
 		for _, c := range m.cells() {
+			if !cellChosen(c.name, cfg.EnginesCells) {
+				continue
+			}
 			cell, err := c.run()
 			if err != nil {
 				return nil, fmt.Errorf("%s policy, %s: %w", p.Name, c.name, err)
@@ -240,6 +244,15 @@ func (m *matrix) cells() []matrixCell {
 		add(fmt.Sprintf("down, %d replicas", r), func() (EngineCell, error) { return m.down(r) })
 	}
 	return cs
+}
+
+// cellChosen reports whether the cell named name runs: any does when
+// chosen is empty, else one whose name holds one of chosen.
+func cellChosen(name string, chosen []string) bool {
+	if len(chosen) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(chosen, func(c string) bool { return strings.Contains(name, c) })
 }
 
 // next starts a cell: its seed.

@@ -283,3 +283,18 @@ func TestTailShape(t *testing.T) {
 	assert.Equal(t, 5*time.Millisecond, o.ServiceTime)
 	assert.Nil(t, uniformShape.delayFunc(1), "the uniform shape has no delay")
 }
+
+func TestCellChosen(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		chosen []string
+		want   bool
+	}{
+		{"capacity, 16 replicas", nil, true},
+		{"capacity, 16 replicas", []string{"capacity, 16"}, true},
+		{"capacity, 1 replicas", []string{"capacity, 16"}, false},
+		{"down, 4 replicas", []string{"capacity, 16", "down"}, true},
+	} {
+		assert.Equal(t, tt.want, cellChosen(tt.name, tt.chosen), "%s among %q", tt.name, tt.chosen)
+	}
+}
