@@ -102,6 +102,15 @@ func (t *trial) halved() bool {
 	return n >= minHalved && l <= 0.6*n
 }
 
+// flight is the calls in flight, on average, when the normal calls were
+// sent (0: not known).
+func (t *trial) flight() float64 {
+	if t.normal == 0 {
+		return 0
+	}
+	return float64(t.normalFlight) / float64(t.normal)
+}
+
 // odds is the log-likelihood ratio of load over the reads' own, given the
 // background share b: positive says load.
 func (t *trial) odds(b float64) float64 {

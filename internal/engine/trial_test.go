@@ -112,6 +112,41 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 	}
 }
 
+// A verdict of load is a prediction: the limit comes down on it, and sent
+// at half the load, the calls must be shed less. Where they are shed as
+// much (a trial's dips that happened to be served, on an engine failing
+// 40% at random), the verdict is taken back and the limit restored; where
+// they are shed less, it stands.
+func TestAVerdictOfLoadIsTakenBackWhenSendingLessChangesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		after float64 // the share shed once the replica sends a quarter
+		want  []engine.Judgement
+	}{
+		{"the sheds stay: 40% at random", 0.4, []engine.Judgement{engine.Load, engine.Own}},
+		{"the sheds fall: a capacity overrun", 0, []engine.Judgement{engine.Load}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newReplica(t, engine.Options{}, 3)
+			for i := 0; i < 20 && len(p.verdicts) == 0; i++ {
+				p.run(500, 0.4, 0) // the dips' calls served: load, by chance or not
+			}
+			require.Equal(t, []engine.Judgement{engine.Load}, p.verdicts)
+			require.True(t, p.v.Shedding())
+			p.inFlight = 8 // the limit came down on the sheds
+			p.run(2_000, tt.after, tt.after)
+			assert.Equal(t, tt.want, p.verdicts)
+			if tt.after > 0 {
+				assert.False(t, p.v.Shedding(), "the sheds are charged to the reads again")
+				assert.Equal(t, 1, p.restores, "the limit is set back to where the trial found it")
+				assert.InDelta(t, tt.after, p.v.Snapshot().Background, 0.15)
+				return
+			}
+			assert.Zero(t, p.restores)
+		})
+	}
+}
+
 // Evidence that is thin is no verdict: the first calls of a run with a
 // quarter failing on their own, or a few sheds, pause nothing, credit
 // nothing, and the limit does not come down on them.

@@ -224,6 +224,11 @@ type verdict struct {
 	is         Judgement
 	at         time.Duration // monotonic
 	background float64       // Own: the share shed that is the reads' own
+	// Load: the share shed outside the trial's dips, and the calls the
+	// replica had in flight then, on average; the first attempts sent since
+	// at 0.6 of that or less, and how many of them were shed (reconsider).
+	share, flight float64
+	low, lowShed  int
 }
 
 // New builds a View.
@@ -327,6 +332,12 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	if v.o.NoDips {
 		return Undecided
 	}
+	if !v.trial.on && v.verdict.is == Load && now-v.verdict.at < v.o.Standing {
+		if c.fresh && c.sent >= v.verdict.at && v.reconsider(now, c) {
+			return Own
+		}
+		return Undecided
+	}
 	if !v.trial.on {
 		if !v.suspect(now, false) {
 			return Undecided
@@ -357,7 +368,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// too, three standard deviations of it. On MinCalls a side: a
 		// replica of a large fleet holds eight first attempts in a dip, and
 		// on 30 its fleet's overrun of an engine lasted a second.
-		v.verdict = verdict{is: Load, at: now}
+		v.verdict = verdict{is: Load, at: now, share: v.trial.share(false), flight: v.trial.flight()}
 	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
 		v.trial.low >= 3*v.o.MinCalls && v.trial.normal >= 3*v.o.MinCalls:
 		// The reads' own needs more (30 calls a side, two dips, higher
@@ -374,6 +385,39 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	}
 	v.trial.on = false
 	return v.verdict.is
+}
+
+// reconsider tests a standing verdict of load with a first attempt sent
+// after it, and turns it into the reads' own when the calls sent at 0.6
+// of the trial's calls in flight or less, 30 at least, are shed as much as
+// the trial's calls outside its dips, on the odds the trial takes for the
+// reads' own (and the engine serves most of them). A verdict of load is a
+// prediction: the limit comes down on it, and sending less, the replica
+// sees less shed. A trial's odds are chance too: an engine failing 40% of
+// its calls at random, whatever the load, was found loaded once in a few
+// runs (a dip's calls all served), and the limit then fell to 1 for the
+// 30s the verdict stood, its backlog undrained. Locked.
+func (v *View) reconsider(now time.Duration, c first) bool {
+	vd := &v.verdict
+	if vd.flight < minHalved || c.inFlight == 0 || float64(c.inFlight) > 0.6*vd.flight {
+		return false
+	}
+	vd.low++
+	if c.shed {
+		vd.lowShed++
+	}
+	if vd.low < 3*v.o.MinCalls {
+		return false
+	}
+	share := float64(vd.lowShed) / float64(vd.low)
+	p0 := clamp(vd.share, 0.005, 0.995)
+	p1 := clamp(max(p0/2, 2*p0-1), 0.0025, 0.995)
+	odds := float64(vd.lowShed)*math.Log(p1/p0) + float64(vd.low-vd.lowShed)*math.Log((1-p1)/(1-p0))
+	if odds > -ownOdds*math.Log(v.o.Confidence) || share >= v.o.OverloadShare {
+		return false
+	}
+	v.verdict = verdict{is: Own, at: now, background: share}
+	return true
 }
 
 // minExcess is the least share shed over the background that is suspect.
@@ -407,18 +451,21 @@ func (v *View) suspect(now time.Duration, anyway bool) bool {
 	if n < v.o.MinCalls || s < 2 {
 		return false
 	}
-	b := v.background(now)
 	z := 2.0
-	if b > 0 {
+	if v.background(now) > 0 {
 		// Over a background found, a sliding window crosses two standard
 		// deviations every few seconds by chance; each crossing is a dip.
 		z = 3
 	}
-	// And by minExcess at least: a trial costs the dips (a few hundred
-	// calls sent at half the limit where the share is a few percent), and
-	// an engine shedding 5% more than its background, load or not, costs
-	// less than finding out.
-	return float64(s)/float64(n)-b > max(z*sigma(b, n), minExcess)
+	// By more than minExcess, beyond chance: a trial costs the dips (a few
+	// hundred calls sent at half the limit, a tenth of a replica's goodput
+	// while it runs), and an engine shedding 5% more than its background,
+	// load or not, costs less than finding out. Taken at face value, a
+	// share of 5% (one account's reads throttled) crossed it half the time,
+	// and the trial, which cannot tell so small a share apart in a few
+	// hundred calls, dipped for as long as the share lasted.
+	null := v.background(now) + minExcess
+	return float64(s)/float64(n)-null > z*sigma(null, n)
 }
 
 // background is the share shed that a standing verdict found the reads'
