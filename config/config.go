@@ -239,8 +239,8 @@ func Default() Config {
 			Window:         30 * time.Second,
 			MinCalls:       20,
 			FailurePercent: 50,
-			CoolDown:       5 * time.Second,
-			MaxCoolDown:    time.Minute,
+			CoolDown:       time.Second,
+			MaxCoolDown:    2 * time.Second,
 			Probes:         3,
 		},
 		DLQ: DLQ{

@@ -390,6 +390,19 @@ func (l *Limiter) Restore() {
 	}
 }
 
+// SlowStart lets the limit grow by slow start again from where it is (one
+// more for each call answered, doubling each round trip), up to Max: what
+// brought it down said nothing of the downstream's capacity. The breaker
+// closing after an outage says so: the limit fell on the refusals of an
+// engine that served no one, and grown one call per Growth from there, a
+// replica took 6s to drain a backlog of 3,000 the engine served in 1.5s.
+func (l *Limiter) SlowStart() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.threshold = float64(l.o.Max)
+	l.credit = 0
+}
+
 // decrease lowers the limit on a sign of overload, once per smoothed
 // latency: the calls of one round trip all tell of the same overload.
 // Locked.

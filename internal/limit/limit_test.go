@@ -295,3 +295,23 @@ func TestRestoreSetsTheLimitBackToItsMark(t *testing.T) {
 	l.Restore()
 	assert.Equal(t, 32, l.Limit(), "a mark below the limit lowers nothing")
 }
+
+// A limit that fell on an outage, not on the engine's capacity, grows by
+// slow start again once told so: doubling each round trip from where it
+// is, where it would have grown by one each Growth.
+func TestSlowStartAfterAnOutage(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 16, Max: 32})
+	for range 4 {
+		round(t, l, c, 10*time.Millisecond, limit.Overloaded)
+	}
+	require.Equal(t, 1, l.Limit())
+	round(t, l, c, 10*time.Millisecond, limit.Answered)
+	require.Equal(t, 1, l.Limit(), "past the slow-start threshold: one more each 200ms")
+	l.SlowStart()
+	var got []int
+	for range 5 {
+		round(t, l, c, 10*time.Millisecond, limit.Answered)
+		got = append(got, l.Limit())
+	}
+	assert.Equal(t, []int{2, 4, 8, 16, 32}, got)
+}

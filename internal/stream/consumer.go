@@ -220,6 +220,11 @@ func New(o Options) (*Consumer, error) {
 				lvl = slog.LevelInfo
 			}
 			c.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("from", from.String()), slog.String("to", to.String()))
+			if to == breaker.Closed {
+				// The engine is back: the limit fell on an outage, not on
+				// its capacity.
+				c.limit.SlowStart()
+			}
 			if next != nil {
 				next(from, to)
 			}

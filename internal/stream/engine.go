@@ -56,6 +56,9 @@ type concurrency interface {
 	// Mark notes the limit; Restore sets it back to the mark.
 	Mark()
 	Restore()
+	// SlowStart lets the limit grow fast again (the engine is back from
+	// an outage).
+	SlowStart()
 }
 
 type unlimited struct{}
@@ -66,6 +69,7 @@ func (unlimited) Pause(time.Time) bool                               { return fa
 func (unlimited) Dip(time.Time, time.Time)                           {}
 func (unlimited) Mark()                                              {}
 func (unlimited) Restore()                                           {}
+func (unlimited) SlowStart()                                         {}
 
 // retryBudget bounds retries to a share of first attempts (*budget.Budget,
 // or unbudgeted: every retry may go).
