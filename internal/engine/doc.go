@@ -30,8 +30,8 @@
 //
 // Sheds are suspect when the window holds at least two and their share is
 // above the background (the share a standing verdict found the reads' own;
-// 0 without one) by 5 points and beyond chance (three standard deviations
-// over a background). A suspect replica dips: from the next wall-clock
+// 0 without one) plus 5 points, beyond chance (two standard deviations of
+// such a share, three over a background). A suspect replica dips: from the next wall-clock
 // multiple of DipEvery (250ms) it holds its calls in flight at half its
 // limit for DipFor (50ms, or two latency baselines, or 15 first attempts'
 // worth at its rate, if longer; 0.4 DipEvery at most), and reports
@@ -63,7 +63,11 @@
 // comes down on its sheds, to eight calls in flight at least
 // (Feedback.Decrease); a verdict of the reads' own sets it back to what it
 // was when the trial began (Feedback.Trying, Feedback.Restore). A verdict
-// stands for Standing (30s).
+// stands for Standing (30s). A verdict of load is taken back (turned into
+// the reads' own, Feedback.Restore) when 30 first attempts sent after it at
+// 0.6 of the trial's calls in flight or less are shed as much as the
+// trial's normal calls, on the odds the reads' own needs: sending less
+// changed nothing, and the trial's odds were chance.
 //
 // # Verdicts
 //

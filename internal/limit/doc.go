@@ -31,7 +31,10 @@
 // Dip holds the calls in flight at half the limit (below Min too: it is an
 // experiment, not the limit) for a moment: the view asks for it to see
 // whether the engine sheds less when the fleet sends less; a slot granted
-// during a dip is Low.
+// during a dip is Low. Mark notes the limit and Restore sets it back (a
+// trial found the sheds it came down on the reads' own); SlowStart lets it
+// double each round trip again from where it is (the breaker closed: it
+// fell on an outage, not on the engine's capacity).
 //
 // A Limiter is safe for concurrent use; Acquire blocks until a slot is free
 // or its context ends.
