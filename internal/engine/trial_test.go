@@ -23,7 +23,8 @@ type replica struct {
 	ra       time.Duration
 	from, to time.Duration // the dip asked for, on the monotonic clock
 	read     uint64
-	inFlight int // the replica's calls in flight (half in a dip)
+	inFlight int  // the replica's calls in flight (half in a dip)
+	retries  bool // the calls are retries (reads that failed once), not first attempts
 
 	dips, decreases, pauses, restores int
 	verdicts                          []engine.Judgement
@@ -46,6 +47,9 @@ func (p *replica) run(n int, normal, low float64) {
 		}
 		p.read++
 		call := engine.Call{Read: p.read, Answer: engine.Served, Latency: 10 * time.Millisecond, Low: dipping, InFlight: inFlight}
+		if p.retries {
+			call.Failures = 1
+		}
 		if p.r.Float64() < share {
 			call.Answer, call.Latency, call.RetryAfter = engine.Shed, 100*time.Microsecond, p.ra
 		}
@@ -119,12 +123,15 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 // they are shed less, it stands.
 func TestAVerdictOfLoadIsTakenBackWhenSendingLessChangesNothing(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		after float64 // the share shed once the replica sends a quarter
-		want  []engine.Judgement
+		name    string
+		after   float64 // the share shed once the replica sends a quarter
+		retries bool    // what it sends then are retries (a limit of 1, retries granted first)
+		want    []engine.Judgement
 	}{
-		{"the sheds stay: 40% at random", 0.4, []engine.Judgement{engine.Load, engine.Own}},
-		{"the sheds fall: a capacity overrun", 0, []engine.Judgement{engine.Load}},
+		{"the sheds stay: 40% at random", 0.4, false, []engine.Judgement{engine.Load, engine.Own}},
+		{"the sheds stay, on retries alone", 0.4, true, []engine.Judgement{engine.Load, engine.Own}},
+		{"the sheds fall: a capacity overrun", 0, false, []engine.Judgement{engine.Load}},
+		{"the sheds fall, on retries alone", 0, true, []engine.Judgement{engine.Load}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newReplica(t, engine.Options{}, 3)
@@ -133,7 +140,7 @@ func TestAVerdictOfLoadIsTakenBackWhenSendingLessChangesNothing(t *testing.T) {
 			}
 			require.Equal(t, []engine.Judgement{engine.Load}, p.verdicts)
 			require.True(t, p.v.Shedding())
-			p.inFlight = 8 // the limit came down on the sheds
+			p.inFlight, p.retries = 8, tt.retries // the limit came down on the sheds
 			p.run(2_000, tt.after, tt.after)
 			assert.Equal(t, tt.want, p.verdicts)
 			if tt.after > 0 {

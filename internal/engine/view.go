@@ -333,7 +333,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		return Undecided
 	}
 	if !v.trial.on && v.verdict.is == Load && now-v.verdict.at < v.o.Standing {
-		if c.fresh && c.sent >= v.verdict.at && v.reconsider(now, c) {
+		if c.sent >= v.verdict.at && v.reconsider(now, c) {
 			return Own
 		}
 		return Undecided
@@ -387,16 +387,21 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	return v.verdict.is
 }
 
-// reconsider tests a standing verdict of load with a first attempt sent
-// after it, and turns it into the reads' own when the calls sent at 0.6
-// of the trial's calls in flight or less, 30 at least, are shed as much as
-// the trial's calls outside its dips, on the odds the trial takes for the
-// reads' own (and the engine serves most of them). A verdict of load is a
-// prediction: the limit comes down on it, and sending less, the replica
-// sees less shed. A trial's odds are chance too: an engine failing 40% of
-// its calls at random, whatever the load, was found loaded once in a few
-// runs (a dip's calls all served), and the limit then fell to 1 for the
-// 30s the verdict stood, its backlog undrained. Locked.
+// reconsider tests a standing verdict of load with a call sent after it,
+// and turns it into the reads' own when the calls sent at 0.6 of the
+// trial's calls in flight or less, 30 at least, are shed as much as the
+// trial's first attempts outside its dips were, on the odds the trial
+// takes for the reads' own, while the engine serves most of the first
+// attempts sent to it. A verdict of load is a prediction: the limit comes
+// down on it, and sending less, the replica sees less shed. A trial's odds
+// are chance too: an engine failing 40% of its calls at random, whatever
+// the load, was found loaded once in a few runs (a dip's calls all
+// served), and the limit then fell to 1 for the 30s the verdict stood, its
+// backlog undrained. Retries count here as first attempts do: at a limit
+// of 1 the limiter grants retries first, and the credited retries of the
+// reads that always fail took the one slot for 11s, too few first
+// attempts left to take the verdict back. Counted in, they can only make
+// the share higher at low load, never make an engine look loaded. Locked.
 func (v *View) reconsider(now time.Duration, c first) bool {
 	vd := &v.verdict
 	if vd.flight < minHalved || c.inFlight == 0 || float64(c.inFlight) > 0.6*vd.flight {
@@ -406,15 +411,18 @@ func (v *View) reconsider(now time.Duration, c first) bool {
 	if c.shed {
 		vd.lowShed++
 	}
-	if vd.low < 3*v.o.MinCalls {
+	if vd.low < 3*v.o.MinCalls || v.refusesMost(now) {
 		return false
 	}
 	share := float64(vd.lowShed) / float64(vd.low)
 	p0 := clamp(vd.share, 0.005, 0.995)
 	p1 := clamp(max(p0/2, 2*p0-1), 0.0025, 0.995)
 	odds := float64(vd.lowShed)*math.Log(p1/p0) + float64(vd.low-vd.lowShed)*math.Log((1-p1)/(1-p0))
-	if odds > -ownOdds*math.Log(v.o.Confidence) || share >= v.o.OverloadShare {
+	if odds > -ownOdds*math.Log(v.o.Confidence) {
 		return false
+	}
+	if n, s := v.fresh.counts(now); n >= v.o.MinCalls {
+		share = float64(s) / float64(n) // the first attempts', where retries made it higher
 	}
 	v.verdict = verdict{is: Own, at: now, background: share}
 	return true
