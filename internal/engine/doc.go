@@ -63,12 +63,13 @@
 // comes down on its sheds, to eight calls in flight at least
 // (Feedback.Decrease); a verdict of the reads' own sets it back to what it
 // was when the trial began (Feedback.Trying, Feedback.Restore). A verdict
-// stands for Standing (30s). A verdict of load is taken back (turned into
-// the reads' own, Feedback.Restore) when 30 calls sent after it at 0.6 of
-// the trial's calls in flight or less (retries too) are shed as much as
-// the trial's normal first attempts, on the odds the reads' own needs,
-// while the engine does not refuse most: sending less changed nothing, and
-// the trial's odds were chance.
+// stands for Standing (30s). A verdict of load is tried again, once, from
+// the limit it was found at (Feedback.Restore), when 30 calls sent after
+// it at 0.6 of the trial's calls in flight or less (retries too) are shed
+// as much as the trial's normal first attempts, on the odds the reads' own
+// needs, while the engine does not refuse most: sending less changed
+// nothing, and the trial's odds may have been chance, or the replica's
+// fleet may not have come down yet, which the fleet's dips tell apart.
 //
 // # Verdicts
 //

@@ -217,6 +217,9 @@ type View struct {
 	// refusing is since when the engine has refused most of what it is
 	// sent, without a break (monotonic; 0: it does not).
 	refusing time.Duration
+	// retrying: a verdict of load was belied, and is being tried again
+	// from the limit it was found at (Feedback.Restore, not Trying).
+	retrying bool
 }
 
 // verdict is the last judgement a trial reached.
@@ -226,9 +229,10 @@ type verdict struct {
 	background float64       // Own: the share shed that is the reads' own
 	// Load: the share shed outside the trial's dips, and the calls the
 	// replica had in flight then, on average; the first attempts sent since
-	// at 0.6 of that or less, and how many of them were shed (reconsider).
+	// at 0.6 of that or less, and how many of them were shed (belied).
 	share, flight float64
 	low, lowShed  int
+	retried       bool // belied once and tried again: it stands
 }
 
 // New builds a View.
@@ -255,8 +259,9 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	trying := v.trial.on
 	fb.Judged = v.commit(now)
-	fb.Trying = !trying && v.trial.on
-	fb.Restore = fb.Judged == Own
+	fb.Trying = !trying && v.trial.on && !v.retrying
+	fb.Restore = fb.Judged == Own || v.retrying
+	v.retrying = false
 	if c.Answer == Served || c.Answer == Refused {
 		v.silence.answer(now, v.freshFailShare(now))
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -333,8 +338,15 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		return Undecided
 	}
 	if !v.trial.on && v.verdict.is == Load && now-v.verdict.at < v.o.Standing {
-		if c.sent >= v.verdict.at && v.reconsider(now, c) {
-			return Own
+		if c.sent >= v.verdict.at && !v.verdict.retried && v.belied(now, c) {
+			// Try the engine again, from the limit the verdict was found
+			// at, its sheds still the engine's meanwhile: a replica of a
+			// fleet whose other replicas have not come down yet sees its
+			// own sending less change nothing either (4 replicas against
+			// the capacity engine, taken back at once: 492 reads
+			// dead-lettered). The fleet's dips tell them apart; once.
+			v.verdict.retried, v.retrying = true, true
+			v.trial.start(now)
 		}
 		return Undecided
 	}
@@ -368,7 +380,8 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// too, three standard deviations of it. On MinCalls a side: a
 		// replica of a large fleet holds eight first attempts in a dip, and
 		// on 30 its fleet's overrun of an engine lasted a second.
-		v.verdict = verdict{is: Load, at: now, share: v.trial.share(false), flight: v.trial.flight()}
+		v.verdict = verdict{is: Load, at: now, share: v.trial.share(false), flight: v.trial.flight(),
+			retried: v.verdict.is == Load && v.verdict.retried}
 	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
 		v.trial.low >= 3*v.o.MinCalls && v.trial.normal >= 3*v.o.MinCalls:
 		// The reads' own needs more (30 calls a side, two dips, higher
@@ -387,22 +400,20 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	return v.verdict.is
 }
 
-// reconsider tests a standing verdict of load with a call sent after it,
-// and turns it into the reads' own when the calls sent at 0.6 of the
-// trial's calls in flight or less, 30 at least, are shed as much as the
-// trial's first attempts outside its dips were, on the odds the trial
-// takes for the reads' own, while the engine serves most of the first
-// attempts sent to it. A verdict of load is a prediction: the limit comes
-// down on it, and sending less, the replica sees less shed. A trial's odds
-// are chance too: an engine failing 40% of its calls at random, whatever
-// the load, was found loaded once in a few runs (a dip's calls all
-// served), and the limit then fell to 1 for the 30s the verdict stood, its
-// backlog undrained. Retries count here as first attempts do: at a limit
-// of 1 the limiter grants retries first, and the credited retries of the
-// reads that always fail took the one slot for 11s, too few first
-// attempts left to take the verdict back. Counted in, they can only make
-// the share higher at low load, never make an engine look loaded. Locked.
-func (v *View) reconsider(now time.Duration, c first) bool {
+// belied tests a standing verdict of load with a call sent after it: the
+// calls sent at 0.6 of the trial's calls in flight or less, 30 at least,
+// were shed as much as the trial's first attempts outside its dips, on the
+// odds the trial takes for the reads' own, while the engine does not refuse
+// most of the first attempts sent to it. A verdict of load is a
+// prediction: the limit comes down on it, and sending less, the replica
+// sees less shed. A trial's odds are chance too: an engine failing 40% of
+// its calls at random, whatever the load, was found loaded once in a few
+// runs (a dip's calls all served), and the limit then fell to 1 for the
+// 30s the verdict stood, its backlog undrained. Retries count here as first
+// attempts do: at a limit of 1 the limiter grants retries first, and the
+// credited retries of the reads that always fail took the one slot for
+// 11s, too few first attempts left to test the verdict. Locked.
+func (v *View) belied(now time.Duration, c first) bool {
 	vd := &v.verdict
 	if vd.flight < minHalved || c.inFlight == 0 || float64(c.inFlight) > 0.6*vd.flight {
 		return false
@@ -414,18 +425,10 @@ func (v *View) reconsider(now time.Duration, c first) bool {
 	if vd.low < 3*v.o.MinCalls || v.refusesMost(now) {
 		return false
 	}
-	share := float64(vd.lowShed) / float64(vd.low)
 	p0 := clamp(vd.share, 0.005, 0.995)
 	p1 := clamp(max(p0/2, 2*p0-1), 0.0025, 0.995)
 	odds := float64(vd.lowShed)*math.Log(p1/p0) + float64(vd.low-vd.lowShed)*math.Log((1-p1)/(1-p0))
-	if odds > -ownOdds*math.Log(v.o.Confidence) {
-		return false
-	}
-	if n, s := v.fresh.counts(now); n >= v.o.MinCalls {
-		share = float64(s) / float64(n) // the first attempts', where retries made it higher
-	}
-	v.verdict = verdict{is: Own, at: now, background: share}
-	return true
+	return odds <= -ownOdds*math.Log(v.o.Confidence)
 }
 
 // minExcess is the least share shed over the background that is suspect.
