@@ -30,8 +30,8 @@
 //
 // Sheds are suspect when the window holds at least two and their share is
 // above the background (the share a standing verdict found the reads' own;
-// 0 without one) plus 5 points, beyond chance (two standard deviations of
-// such a share, three over a background). A suspect replica dips: from the next wall-clock
+// 0 without one) plus 5 points, beyond chance (three standard deviations
+// of such a share). A suspect replica dips: from the next wall-clock
 // multiple of DipEvery (250ms) it holds its calls in flight at half its
 // limit for DipFor (50ms, or two latency baselines, or 15 first attempts'
 // worth at its rate, if longer; 0.4 DipEvery at most), and reports
