@@ -227,9 +227,10 @@ type verdict struct {
 	is         Judgement
 	at         time.Duration // monotonic
 	background float64       // Own: the share shed that is the reads' own
-	// Load: the share shed outside the trial's dips, and the calls the
-	// replica had in flight then, on average; the first attempts sent since
-	// at 0.6 of that or less, and how many of them were shed (belied).
+	// Load: the first attempts' share shed outside the trial's dips, and
+	// the calls the replica had in flight then, on average; the calls sent
+	// since at 0.6 of that or less, retries too, and how many of them were
+	// shed (belied).
 	share, flight float64
 	low, lowShed  int
 	retried       bool // belied once and tried again: it stands
