@@ -49,8 +49,6 @@ type trial struct {
 	// sum of the calls in flight when each was sent.
 	normal, normalShed, normalFlight int
 	low, lowShed, lowFlight          int
-	// First attempts among the normal calls, and how many were shed.
-	fresh, freshShed int
 }
 
 // start begins a trial at now. Its evidence is the first attempts
@@ -64,13 +62,7 @@ func (t *trial) start(now time.Duration) {
 
 // add counts a first attempt answered during the trial, sent with
 // inFlight calls in flight.
-func (t *trial) add(low, shed, fresh bool, inFlight int) {
-	if !low && fresh {
-		t.fresh++
-		if shed {
-			t.freshShed++
-		}
-	}
+func (t *trial) add(low, shed bool, inFlight int) {
 	switch {
 	case low:
 		t.low++

@@ -361,7 +361,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	if c.sent < v.trial.began || !c.fresh {
 		return Undecided // sent before the trial, or a retry
 	}
-	v.trial.add(c.low, c.shed, c.fresh, c.inFlight)
+	v.trial.add(c.low, c.shed, c.inFlight)
 	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
 	if v.trial.low < v.o.MinCalls || v.trial.normal < v.o.MinCalls {
 		odds = 0 // too little of either to set them against each other
@@ -558,11 +558,11 @@ func (v *View) shedding(now time.Duration) bool {
 // Locked.
 func (v *View) tryingHigh(now time.Duration, inFlight int) bool {
 	t := &v.trial
-	if !t.on || t.fresh < v.o.MinCalls || (inFlight > 0 && inFlight < 2*minHalved) {
+	if !t.on || t.normal < v.o.MinCalls || (inFlight > 0 && inFlight < 2*minHalved) {
 		return false
 	}
-	p := float64(t.freshShed) / float64(t.fresh)
-	return p-2*sigma(p, t.fresh) >= trialShare+v.background(now)
+	p := t.share(false)
+	return p-2*sigma(p, t.normal) >= trialShare+v.background(now)
 }
 
 // shedRecent is how recent a shed must be for the engine to shed now.
