@@ -33,14 +33,20 @@ func Reasons() []Reason { return []Reason{ReasonPermanent, ReasonExhausted, Reas
 
 // Header names added to a dead-letter copy.
 const (
-	HeaderReason         = "Dlq-Reason"
-	HeaderCause          = "Dlq-Cause"
-	HeaderError          = "Dlq-Error"
-	HeaderStream         = "Dlq-Stream"
-	HeaderConsumer       = "Dlq-Consumer"
-	HeaderSubject        = "Dlq-Subject"
-	HeaderSequence       = "Dlq-Sequence"
-	HeaderDeliveries     = "Dlq-Deliveries"
+	HeaderReason     = "Dlq-Reason"
+	HeaderCause      = "Dlq-Cause"
+	HeaderError      = "Dlq-Error"
+	HeaderStream     = "Dlq-Stream"
+	HeaderConsumer   = "Dlq-Consumer"
+	HeaderSubject    = "Dlq-Subject"
+	HeaderSequence   = "Dlq-Sequence"
+	HeaderDeliveries = "Dlq-Deliveries"
+	// HeaderAttempts is the attempts the read spent: the calls charged to
+	// it, the last one included (0 for a read never called, such as an
+	// invalid one). Its deliveries may be more: a delivery that reached no
+	// call is not an attempt, unless the read had more of those than the
+	// consumer credits (stream.MaxUncalled), each one past it then counting.
+	HeaderAttempts       = "Dlq-Attempts"
 	HeaderPublishedAt    = "Dlq-Published-At"
 	HeaderDeadLetteredAt = "Dlq-Dead-Lettered-At"
 	HeaderOriginalMsgID  = "Dlq-Original-Msg-Id"
@@ -70,6 +76,7 @@ type Entry struct {
 	Subject     string    // the original subject
 	Sequence    uint64    // the original stream sequence
 	Deliveries  uint64    // the delivery count when dead-lettered
+	Attempts    uint64    // the calls charged to it (see HeaderAttempts)
 	PublishedAt time.Time // the original message's stream timestamp
 
 	Header nats.Header // the original headers (not modified)
@@ -94,7 +101,7 @@ func MsgID(stream string, seq uint64, publishedAt time.Time) string {
 
 // Build returns the dead-letter message for e, stamped as dead-lettered at now.
 func Build(prefix string, e Entry, now time.Time) *nats.Msg {
-	h := make(nats.Header, len(e.Header)+13)
+	h := make(nats.Header, len(e.Header)+14)
 	var dropped []string
 	for k, v := range e.Header {
 		switch {
@@ -123,6 +130,7 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 	set(HeaderSubject, e.Subject)
 	set(HeaderSequence, strconv.FormatUint(e.Sequence, 10))
 	set(HeaderDeliveries, strconv.FormatUint(e.Deliveries, 10))
+	set(HeaderAttempts, strconv.FormatUint(e.Attempts, 10))
 	set(HeaderPublishedAt, e.PublishedAt.UTC().Format(time.RFC3339Nano))
 	set(HeaderDeadLetteredAt, now.UTC().Format(time.RFC3339Nano))
 	set(nats.MsgIdHdr, MsgID(e.Stream, e.Sequence, e.PublishedAt))

@@ -32,7 +32,7 @@ func TestBuildKeepsPayloadAndHeaders(t *testing.T) {
 	m := dlq.Build("meter.dlq", dlq.Entry{
 		Reason: dlq.ReasonPermanent, Cause: "http_422", Err: errors.New("downstream answered 422"),
 		Stream: "METER_READS", Consumer: "meter-consumer", Subject: "meter.reads.north",
-		Sequence: 42, Deliveries: 3, PublishedAt: published, Header: orig, Data: data,
+		Sequence: 42, Deliveries: 3, Attempts: 2, PublishedAt: published, Header: orig, Data: data,
 	}, now)
 
 	assert.Equal(t, "meter.dlq.meter.reads.north", m.Subject)
@@ -48,6 +48,7 @@ func TestBuildKeepsPayloadAndHeaders(t *testing.T) {
 		"Dlq-Subject":          {"meter.reads.north"},
 		"Dlq-Sequence":         {"42"},
 		"Dlq-Deliveries":       {"3"},
+		"Dlq-Attempts":         {"2"},
 		"Dlq-Published-At":     {"2026-11-30T06:00:00.000000123Z"},
 		"Dlq-Dead-Lettered-At": {"2026-11-30T07:05:00.000000456Z"},
 		"Nats-Msg-Id":          {"dlq:METER_READS:42:1796018400000000123"},

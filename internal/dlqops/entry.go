@@ -27,6 +27,7 @@ type Entry struct {
 	MeterID        string // meter_id in the payload; "" when the payload is not JSON
 	Error          string // Dlq-Error
 	Deliveries     uint64 // Dlq-Deliveries
+	Attempts       uint64 // Dlq-Attempts: the calls charged (absent on copies of earlier versions)
 	ReplayCount    int    // Dlq-Replay-Count: replays before this copy was made
 	DeadLetteredAt time.Time
 	PublishedAt    time.Time
@@ -47,6 +48,7 @@ func newEntry(seq uint64, h nats.Header, data []byte) Entry {
 		Data:           data,
 	}
 	e.Deliveries, _ = strconv.ParseUint(h.Get(dlq.HeaderDeliveries), 10, 64)
+	e.Attempts, _ = strconv.ParseUint(h.Get(dlq.HeaderAttempts), 10, 64)
 	if n, err := strconv.Atoi(strings.TrimSpace(h.Get(HeaderReplayCount))); err == nil && n > 0 {
 		e.ReplayCount = n
 	}

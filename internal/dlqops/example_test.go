@@ -41,7 +41,7 @@ func ExampleOps_List_json() {
 	err := o.List(context.Background(), dlqops.Filter{Meter: "MTR-4"}, true)
 	fmt.Println(err)
 	// Output:
-	// {"seq":5,"reason":"permanent","cause":"http_422","subject":"meter.reads.east","meter_id":"MTR-4","error":"downstream answered 422: unknown meter","deliveries":1,"replay_count":0,"dead_lettered_at":"2026-11-30T06:55:00Z","published_at":"2026-11-30T06:54:00Z","headers":{"Dlq-Cause":["http_422"],"Dlq-Consumer":["meter-consumer"],"Dlq-Dead-Lettered-At":["2026-11-30T06:55:00Z"],"Dlq-Deliveries":["1"],"Dlq-Error":["downstream answered 422: unknown meter"],"Dlq-Published-At":["2026-11-30T06:54:00Z"],"Dlq-Reason":["permanent"],"Dlq-Sequence":["105"],"Dlq-Stream":["METER_READS"],"Dlq-Subject":["meter.reads.east"],"Nats-Expected-Stream":["METER_READS_DLQ"],"Nats-Msg-Id":["dlq:METER_READS:105:1796021640000000000"]},"payload":"{\"meter_id\":\"MTR-4\",\"read_at\":\"2026-11-30T06:00:00+01:00\",\"quantity\":\"12.500\",\"unit\":\"kWh\"}"}
+	// {"seq":5,"reason":"permanent","cause":"http_422","subject":"meter.reads.east","meter_id":"MTR-4","error":"downstream answered 422: unknown meter","deliveries":1,"attempts":1,"replay_count":0,"dead_lettered_at":"2026-11-30T06:55:00Z","published_at":"2026-11-30T06:54:00Z","headers":{"Dlq-Attempts":["1"],"Dlq-Cause":["http_422"],"Dlq-Consumer":["meter-consumer"],"Dlq-Dead-Lettered-At":["2026-11-30T06:55:00Z"],"Dlq-Deliveries":["1"],"Dlq-Error":["downstream answered 422: unknown meter"],"Dlq-Published-At":["2026-11-30T06:54:00Z"],"Dlq-Reason":["permanent"],"Dlq-Sequence":["105"],"Dlq-Stream":["METER_READS"],"Dlq-Subject":["meter.reads.east"],"Nats-Expected-Stream":["METER_READS_DLQ"],"Nats-Msg-Id":["dlq:METER_READS:105:1796021640000000000"]},"payload":"{\"meter_id\":\"MTR-4\",\"read_at\":\"2026-11-30T06:00:00+01:00\",\"quantity\":\"12.500\",\"unit\":\"kWh\"}"}
 	// <nil>
 }
 
@@ -81,6 +81,7 @@ func ExampleOps_Show() {
 	// Output:
 	// seq 1 in METER_READS_DLQ, subject meter.dlq.meter.reads.north
 	//
+	// Dlq-Attempts: 1
 	// Dlq-Cause: http_422
 	// Dlq-Consumer: meter-consumer
 	// Dlq-Dead-Lettered-At: 2026-11-30T04:00:00Z

@@ -88,7 +88,7 @@ func deadLetter(ctx context.Context, js jetstream.JetStream, rs ...read) error {
 		m := dlq.Build("meter.dlq", dlq.Entry{
 			Reason: r.reason, Cause: classify.Cause(r.cause), Err: err,
 			Stream: srcName, Consumer: "meter-consumer", Subject: r.subject, Sequence: r.seq,
-			Deliveries: deliveries(r.reason), PublishedAt: at.Add(-time.Minute), Header: r.header, Data: r.data,
+			Deliveries: deliveries(r.reason), Attempts: deliveries(r.reason), PublishedAt: at.Add(-time.Minute), Header: r.header, Data: r.data,
 		}, at)
 		if _, err := js.PublishMsg(ctx, m, jetstream.WithExpectStream(dlqName)); err != nil {
 			return err

@@ -85,6 +85,7 @@ type jsonEntry struct {
 	MeterID        string              `json:"meter_id"`
 	Error          string              `json:"error"`
 	Deliveries     uint64              `json:"deliveries"`
+	Attempts       uint64              `json:"attempts,omitempty"`
 	ReplayCount    int                 `json:"replay_count"`
 	DeadLetteredAt time.Time           `json:"dead_lettered_at,omitzero"`
 	PublishedAt    time.Time           `json:"published_at,omitzero"`
@@ -96,7 +97,7 @@ type jsonEntry struct {
 func toJSON(e Entry) jsonEntry {
 	j := jsonEntry{
 		Seq: e.Seq, Reason: e.Reason, Cause: e.Cause, Subject: e.Subject, MeterID: e.MeterID,
-		Error: e.Error, Deliveries: e.Deliveries, ReplayCount: e.ReplayCount,
+		Error: e.Error, Deliveries: e.Deliveries, Attempts: e.Attempts, ReplayCount: e.ReplayCount,
 		DeadLetteredAt: e.DeadLetteredAt, PublishedAt: e.PublishedAt, Headers: e.Header,
 	}
 	if utf8.Valid(e.Data) {

@@ -383,7 +383,7 @@ func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	assert.Equal(t, "shutdown", handedBack[0]["cause"])
 	assert.Zero(t, first.Count("dead-lettered"))
 	assert.Empty(t, s.deadLetters(), "a read cut by the shutdown was dead-lettered")
-	assert.Equal(t, 1, handBacks(t, s.world, 1), "the hand-back is on record")
+	assert.Equal(t, 2, callsOnRecord(t, s.world, 1), "the two failed calls are on record, the cut one is not charged")
 
 	e.setLatency(0)
 	e.setPolicy(nil)
@@ -400,19 +400,19 @@ func TestShutdownDuringTheLastAttempt(t *testing.T) {
 	f.log(t, "shutdown-last-attempt")
 }
 
-// handBacks returns the hand-backs on record for stream sequence seq in the
-// records bucket (internal/stream.Record).
-func handBacks(t *testing.T, w *world, seq uint64) int {
+// callsOnRecord returns the calls charged to the read at stream sequence
+// seq, as the records bucket holds them (internal/stream.Record).
+func callsOnRecord(t *testing.T, w *world, seq uint64) int {
 	t.Helper()
 	kv, err := w.js.KeyValue(t.Context(), "METER_READS_meter-consumer_records")
 	require.NoError(t, err)
 	entry, err := kv.Get(t.Context(), strconv.FormatUint(seq, 10))
 	require.NoError(t, err)
 	var rec struct {
-		HandBacks int `json:"hand_backs"`
+		Calls int `json:"calls"`
 	}
 	require.NoError(t, json.Unmarshal(entry.Value(), &rec))
-	return rec.HandBacks
+	return rec.Calls
 }
 
 // copies returns every message of the dead-letter stream.

@@ -37,6 +37,12 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 	ctx, cancel := context.WithDeadline(hard, d.deadline)
 	defer cancel()
 	msg, md := d.msg, d.md
+	// The attempts the read spent: those before this delivery, and its
+	// call if it made one that was charged.
+	attempts := d.attempt - 1
+	if d.charged {
+		attempts++
+	}
 	now, _ := c.server.now() // the server's clock: another replica compares it, as the duplicate window does
 	decided := Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}
 	// last is when a copy was last tried; legacy: the decision was recorded
@@ -67,7 +73,7 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 	entry := dlq.Entry{
 		Reason: reason, Cause: ce.Cause, Err: ce,
 		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
-		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, PublishedAt: md.Timestamp,
+		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, Attempts: attempts, PublishedAt: md.Timestamp,
 		Header: msg.Headers(), Data: msg.Data(),
 	}
 	// A copy tried before may have been stored by an attempt whose answer
@@ -95,7 +101,7 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 	c.m.deadLettered(reason)
 	c.m.settled(OutcomeTerm, time.Since(d.start).Seconds())
 	c.m.aged(OutcomeTerm, md, c.serverNow())
-	c.m.deliveryAttempt.Observe(float64(md.NumDelivered))
+	c.m.deliveryAttempt.Observe(float64(d.attempt))
 	attrs := append(c.attrs(d, ce, 0), slog.String("reason", string(reason)))
 	if stored {
 		attrs = append(attrs, slog.Bool("copy_found", true))

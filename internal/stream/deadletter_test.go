@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,14 +93,39 @@ func TestPanicIsTransientAndTheServiceSurvives(t *testing.T) {
 	assert.Equal(t, float64(o.Policy.MaxAttempts), testutil.ToFloat64(counter(t, e, "meter_consumer_panics_total")))
 }
 
-func TestPastBudgetIsDeadLetteredWithoutCallingDownstream(t *testing.T) {
+// Deliveries that reached no call (here NAKed by hand, as a replica that
+// crashed before its call, or lost them when it stopped pulling, would
+// leave them) are not attempts: the read is called, whatever its delivery
+// count, up to MaxUncalled of them.
+func TestDeliveriesWithoutACallAreNotAttempts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	o := e.options(13)
+	for range stream.MaxUncalled {
+		batch, err := e.cons.Fetch(1, jetstreamFetchWait())
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			require.NoError(t, m.Nak())
+		}
+	}
+	e.start(o)
+	e.settled(10 * time.Second)
+	calls := e.re.Calls(key1)
+	require.Len(t, calls, 1)
+	assert.Equal(t, http.StatusOK, calls[0].Status)
+	assert.Empty(t, e.deadLetters())
+}
 
-	// Burn the budget without settling, as crashed replicas would.
+// Past MaxUncalled deliveries without a call, the rest count as attempts:
+// a read whose deliveries keep being cut short before their call still ends
+// in the dead-letter stream, without a call.
+func TestPastTheBoundOfDeliveriesWithoutACallIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	o := e.options(14)
-	for range o.Policy.MaxAttempts {
+	for range stream.MaxUncalled + o.Policy.MaxAttempts {
 		batch, err := e.cons.Fetch(1, jetstreamFetchWait())
 		require.NoError(t, err)
 		for m := range batch.Messages() {
@@ -113,6 +139,8 @@ func TestPastBudgetIsDeadLetteredWithoutCallingDownstream(t *testing.T) {
 	require.Len(t, dl, 1)
 	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))
 	assert.Equal(t, "unsettled", dl[0].Header.Get("Dlq-Cause"))
+	assert.Equal(t, strconv.Itoa(o.Policy.MaxAttempts), dl[0].Header.Get("Dlq-Attempts"), "the deliveries past the bound spent them")
+	assert.Equal(t, strconv.Itoa(stream.MaxUncalled+o.Policy.MaxAttempts+1), dl[0].Header.Get("Dlq-Deliveries"))
 }
 
 // A read whose every POST is answered with a redirect is never acked: the

@@ -38,8 +38,12 @@ type delivery struct {
 	// failed deliveries before this one, then every wait for the breaker
 	// in this one.
 	failures uint64
-	// attempt is the read's charged attempt.
+	// attempt is the read's charged attempt: the calls charged to it
+	// before this delivery, plus one.
 	attempt uint64
+	// charged: this delivery made a call that failed and is charged to the
+	// read, not yet on record; the next write of the record counts it.
+	charged bool
 	// rev is the revision rec was read at (0: none is stored).
 	rev uint64
 	// known: rec was read (a first delivery's, or a look-up that
@@ -71,11 +75,8 @@ func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.
 		c.budget.First()
 	}
 	for {
-		if v.credit && !c.credit(hard, d) {
-			// Without a record the attempt is charged: the delivery count
-			// alone can only make a read look older, never lose it.
-			s.creditable = false
-			v = decide(s)
+		if v.credit {
+			c.credit(hard, d)
 		}
 		if v.own {
 			c.m.failed(v.cause)
@@ -88,6 +89,7 @@ func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.
 		}
 		s = c.call(graceful, hard, d, s)
 		v = decide(s)
+		d.charged = s.stopped == nil && s.failure != nil && v.uncharged == ""
 	}
 	c.settle(hard, giveUp, d, v)
 }
@@ -102,15 +104,15 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 	}
 	d.md = md
 	d.rec, d.rev, d.known = c.lookUp(ctx, md, d.deadline)
-	d.attempt = attemptOf(md, d.rec)
+	d.attempt = attemptOf(md, d.rec, c.kept(d))
 	s := situation{decided: d.rec.DeadLetter, attempt: d.attempt, deliveries: md.NumDelivered,
 		maxAttempts: uint64(c.o.Policy.MaxAttempts), creditable: c.creditable(d)}
 	if s.decided != nil {
 		return s // its fate is on record: it is not decoded, nor called
 	}
-	// Its charged attempts and its credited sheds are its failures (a
-	// hand-back at a stop is none): the weight of this read's evidence
-	// about the engine falls with each.
+	// Its charged calls and its credited sheds are its failures (a
+	// delivery that reached no call is none): the weight of this read's
+	// evidence about the engine falls with each.
 	d.failures = s.attempt - 1 + d.rec.Sheds
 	d.read, s.invalid = meter.Decode(d.msg.Data())
 	return s
@@ -178,6 +180,7 @@ func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) 
 				slog.String("meter_id", d.read.MeterID))
 		}
 	case fateRetry:
+		c.countCall(hard, d)
 		c.retryLater(hard, d, v.cause, c.o.Policy.DelayWithFloor(v.backoff, c.o.Rand, v.floor))
 	case fateDeadLetter:
 		c.deadLetter(hard, d, v.reason, v.cause)
@@ -189,22 +192,40 @@ func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) 
 	}
 }
 
-// creditable reports whether an attempt that is not charged could be
-// recorded: records are kept, the read's was read, and it has fewer
-// credits than MaxHandBacks.
-func (c *Consumer) creditable(d *delivery) bool {
+// kept reports whether the delivery's record counts: records are kept and
+// the read's was read. Without it every delivery counts as an attempt.
+func (c *Consumer) kept(d *delivery) bool {
 	_, none := c.records.(noRecords)
-	return !none && d.known && d.rec.HandBacks+d.rec.Sheds < MaxHandBacks
+	return !none && d.known
 }
 
-// credit records an attempt that is not charged, before the NAK that
-// ends the delivery, so that the next delivery, wherever it lands, does not
-// count it. It reports whether the record was written.
-func (c *Consumer) credit(ctx context.Context, d *delivery) bool {
+// creditable reports whether a failed call may go uncharged: its record
+// counts, and the read has been credited fewer than MaxSheds sheds (and an
+// earlier version's hand-backs).
+func (c *Consumer) creditable(d *delivery) bool {
+	return c.kept(d) && d.rec.Sheds+d.rec.HandBacks < MaxSheds
+}
+
+// credit records a shed that is not charged, before the NAK that ends the
+// delivery: it is not an attempt, but a failure the read's evidence about
+// the engine weighs. A credit that could not be written is lost, not
+// charged: the record counts calls, and this one is not counted.
+func (c *Consumer) credit(ctx context.Context, d *delivery) {
 	if dropLost(d.msg, "record") {
-		return false
+		return
 	}
-	return c.change(ctx, d, func(r *Record) { r.Sheds++ })
+	c.change(ctx, d, func(r *Record) { r.Sheds++ })
+}
+
+// countCall records the delivery's charged call before its NAK, so that the
+// next delivery, wherever it lands, counts it as an attempt. A call that
+// could not be recorded (counted and logged by change) is not counted: the
+// read may be called once more than its attempts, never lost.
+func (c *Consumer) countCall(ctx context.Context, d *delivery) {
+	if _, none := c.records.(noRecords); none || !d.charged || dropLost(d.msg, "record") {
+		return
+	}
+	c.change(ctx, d, func(*Record) {})
 }
 
 // unchargedLines are the debug lines of the failures not charged.
@@ -275,27 +296,27 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Err
 	c.naks.line(ctx, slog.LevelWarn, "nak", ce.Cause, c.attrs(d, ce, delay))
 }
 
-// handBack returns a read to the server without charging it an attempt:
-// the hand-back is recorded before the NAK, so that its next delivery,
-// wherever it lands, subtracts it from the delivery count. A hand-back
-// whose record could not be read or written is NAKed all the same (the
-// delivery count alone then decides). The record's look-up and write end
-// with ctx: the stop's grace. A delivery lost to another replica is left
-// alone.
+// handBack returns a read to the server without charging it an attempt: it
+// made no charged call, and its record counts calls, so nothing needs
+// recording before the NAK. A record of an earlier version, which counted
+// hand-backs instead, is first rewritten to count calls (within ctx: the
+// stop's grace); one that could not be read or written leaves the delivery
+// count to decide. A delivery lost to another replica is left alone.
 func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error) {
 	if dropLost(d.msg, "hand_back") {
 		return // another replica may hold the read: no record, no NAK
 	}
-	recorded := c.change(ctx, d, func(r *Record) { r.HandBacks++ })
+	if d.rev > 0 && !d.rec.CountsCalls {
+		c.change(ctx, d, func(*Record) {})
+	}
 	c.settleError("nak", d.msg.Nak())
 	c.m.handBacks.Inc()
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
-	attrs := append(c.attrs(d, ce, 0), slog.Uint64("hand_backs", d.rec.HandBacks), slog.Bool("recorded", recorded))
-	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, attrs)
+	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, c.attrs(d, ce, 0))
 }
 
 // handBackMsg hands back a message that no worker looked at: its record is
-// looked up first, within ctx.
+// looked up first, within ctx, in case an earlier version wrote it.
 func (c *Consumer) handBackMsg(ctx context.Context, msg jetstream.Msg, why error) {
 	md, err := msg.Metadata()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,7 @@ func (re *rateEngine) total() int { return int(re.Stats().Calls) }
 // env is one test's world: a server, the streams, a downstream.
 type env struct {
 	t    *testing.T
+	srv  *server.Server
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	topo topology.Topology
@@ -107,7 +109,7 @@ func newEnvWith(t *testing.T, answer func(n int, key string) (int, http.Header),
 	set, err := topology.Ensure(t.Context(), js, topo)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	return &env{t: t, nc: nc, js: js, topo: topo, cons: set.Consumer, set: set, re: newRateEngine(t, answer),
+	return &env{t: t, srv: s, nc: nc, js: js, topo: topo, cons: set.Consumer, set: set, re: newRateEngine(t, answer),
 		reg: reg, m: stream.NewMetrics(reg), logs: &logRecorder{}}
 }
 

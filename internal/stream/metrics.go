@@ -94,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		handBacks: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "hand_backs_total",
-			Help: "Reads handed back to the server at a stop, each recorded before its NAK so that no attempt is charged (unless the record could not be read or written).",
+			Help: "Reads handed back to the server at a stop, uncharged: an attempt is a call, and a read handed back made none (or had its call cut by the stop).",
 		}),
 		recordErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "record_errors_total",
@@ -140,7 +140,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"outcome"}),
 		deliveryAttempt: f.NewHistogram(prometheus.HistogramOpts{
 			Namespace: ns, Name: "delivery_attempt",
-			Help:    "Delivery count at which a read was settled for good (acked or terminated).",
+			Help:    "Attempt at which a read was settled for good (acked or terminated): the calls charged to it before, plus one. A delivery that reached no call is not an attempt.",
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20},
 		}),
 		readAge: f.NewHistogramVec(prometheus.HistogramOpts{

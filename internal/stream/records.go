@@ -23,15 +23,25 @@ type Record struct {
 	// re-created, sequences start again at 1, and a record whose
 	// PublishedAt is not the delivery's is another read's (see of).
 	PublishedAt time.Time `json:"published_at,omitzero"`
-	// HandBacks counts the deliveries this service handed back without a
-	// call to the downstream being charged: the process was stopping, or
-	// the read was waiting for the breaker. They are subtracted from the
-	// delivery count to give the attempt (at most MaxHandBacks of them).
+	// Calls counts the calls made for the read that failed and were
+	// charged: its attempts so far. An attempt is a call: a delivery that
+	// never reached one (lost in transit when pulling stopped, handed back
+	// at a stop, a crash before the call) is not counted, and neither is a
+	// call cut by the stop, a wait for the breaker, or a shed while the
+	// engine shed broadly. Written before the delivery's NAK or TERM; a
+	// delivery that ends with a 2xx writes nothing.
+	Calls uint64 `json:"calls"`
+	// CountsCalls marks a record that counts calls. A record written by an
+	// earlier version, which counted hand-backs instead, has it unset; its
+	// read's attempt is then its delivery count less its hand-backs and
+	// sheds, and the record counts calls from its next write on.
+	CountsCalls bool `json:"counts_calls,omitempty"`
+	// HandBacks is an earlier version's count of the deliveries it handed
+	// back uncharged: credited like sheds, kept, never added to.
 	HandBacks uint64 `json:"hand_backs,omitempty"`
-	// Sheds counts the deliveries whose call the engine shed while it shed
-	// broadly (its state, not the read's): credited back like hand-backs,
-	// but failures all the same, so the read's evidence about the engine
-	// weighs less with each.
+	// Sheds counts the calls the engine shed while it shed broadly (its
+	// state, not the read's): not charged, but failures all the same, so the
+	// read's evidence about the engine weighs less with each.
 	Sheds uint64 `json:"sheds,omitempty"`
 	// DeadLetter is the decision to dead-letter the read, recorded before
 	// its copy is first tried: a later delivery, on any replica, stores the
@@ -79,16 +89,23 @@ func (d *Decision) classified() *classify.Error {
 	return ce
 }
 
-// MaxHandBacks bounds the hand-backs subtracted from a read's delivery
-// count. A stop or a breaker wait is a rare event in one read's life; a
-// read handed back more often than this is one whose delivery keeps being
-// cut short, and the rest count as attempts so that it still ends in the
-// dead-letter stream.
-const MaxHandBacks = 100
+// MaxUncalled bounds the deliveries of a read that are not charged because
+// no call of theirs is on record: lost in transit when pulling stopped,
+// handed back at a stop, a crash before the call, or a call whose record
+// could not be written. Each of these is rare in one read's life; a read
+// delivered more often than this without a recorded call is one whose
+// deliveries keep being cut short (a read that crashes the process during
+// its call looks the same), and the rest count as attempts so that it
+// still ends in the dead-letter stream.
+const MaxUncalled = 10
+
+// MaxSheds bounds the calls of a read credited as sheds (see Record.Sheds):
+// a long overload can shed one read many times, but not without end.
+const MaxSheds = 100
 
 // Records keeps the Record of each read, by stream sequence. *KVRecords is
 // the production implementation; a nil Records in Options keeps none (every
-// hand-back then costs an attempt, and a copy is found again only within
+// delivery then counts as an attempt, and a copy is found again only within
 // the duplicate window).
 type Records interface {
 	// Get returns what is stored at seq: a zero Stored when nothing is.
@@ -160,11 +177,45 @@ func (noRecords) Put(context.Context, uint64, Record, uint64) (uint64, error) { 
 // RecordsTimeout bounds one read or write of a record.
 const RecordsTimeout = 2 * time.Second
 
-// attemptOf is the read's attempt: its delivery count less the hand-backs on
-// record (at most MaxHandBacks, and never below 1).
-func attemptOf(md *jetstream.MsgMetadata, r Record) uint64 {
-	credit := min(r.HandBacks+r.Sheds, MaxHandBacks, md.NumDelivered-1)
-	return md.NumDelivered - credit
+// attemptOf is the attempt of the read's delivery md with record r: the
+// calls charged to it so far, plus one. Its deliveries that reached no
+// recorded call (at most MaxUncalled of them) and its credited sheds are
+// left out; without a record that could be read (kept false: records are
+// not kept, or the look-up failed), every delivery counts, which can only
+// make the read look older, never lose it. A record of an earlier version
+// (see Record.CountsCalls) takes its hand-backs and sheds off the delivery
+// count instead, every other delivery being charged.
+func attemptOf(md *jetstream.MsgMetadata, r Record, kept bool) uint64 {
+	n := md.NumDelivered
+	if n <= 1 || !kept {
+		return max(n, 1)
+	}
+	prior := n - 1
+	credits := min(r.Sheds+r.HandBacks, prior)
+	calls := min(r.Calls, prior-credits)
+	if r.earlier() {
+		calls = prior - credits // every delivery not credited was charged
+	}
+	uncalled := prior - credits - calls
+	return n - min(credits, MaxSheds) - min(uncalled, MaxUncalled)
+}
+
+// earlier reports whether r was written by an earlier version, which
+// counted hand-backs and sheds, not calls.
+func (r Record) earlier() bool {
+	return !r.CountsCalls && (r.HandBacks > 0 || r.Sheds > 0 || r.DeadLetter != nil)
+}
+
+// counted returns r as a record that counts calls: one of an earlier
+// version gets the calls its delivery count stood for at delivery md (its
+// credits are kept), so that its read's attempt stays what it was.
+func counted(md *jetstream.MsgMetadata, r Record) Record {
+	if r.earlier() {
+		prior := max(md.NumDelivered, 1) - 1
+		r.Calls = prior - min(r.Sheds+r.HandBacks, prior)
+	}
+	r.CountsCalls = true
+	return r
 }
 
 // recordTries bounds the writes of one change to a record: a write that
@@ -215,7 +266,8 @@ func (c *Consumer) own(md *jetstream.MsgMetadata, s Stored) Record {
 }
 
 // change applies f to the delivery's record and stores it, with the read's
-// stream timestamp, on the revision it was read at. When another writer
+// stream timestamp and the delivery's charged call if it made one (see
+// delivery.charged), on the revision it was read at. When another writer
 // stored a record in between, it reads that one and applies f to it again
 // (counted and logged), so that two replicas never write over each other.
 // A record that could not be read (d.known false) is never written: that
@@ -232,12 +284,15 @@ func (c *Consumer) change(ctx context.Context, d *delivery, f func(*Record)) boo
 	ctx, cancel := context.WithTimeout(ctx, RecordsTimeout)
 	defer cancel()
 	for try := 1; ; try++ {
-		r := d.rec.clone()
+		r := counted(d.md, d.rec.clone())
 		f(&r)
+		if d.charged {
+			r.Calls++
+		}
 		r.PublishedAt = d.md.Timestamp
 		rev, err := c.records.Put(ctx, seq, r, d.rev)
 		if err == nil {
-			d.rec, d.rev = r, rev
+			d.rec, d.rev, d.charged = r, rev, false
 			return true
 		}
 		if !errors.Is(err, ErrRecordConflict) || try == recordTries {

@@ -33,7 +33,7 @@ func newRecordMetrics(f promauto.Factory, ns string) recordMetrics {
 		}),
 		recordSkips: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "record_writes_skipped_total",
-			Help: "Writes of a read's record not made because the record could not be read first (a hand-back or shed then counts as an attempt).",
+			Help: "Writes of a read's record not made because the record could not be read first (a shed then goes unrecorded; the delivery count decides for a read whose record could not be read).",
 		}),
 		lookupLeftovers: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "dead_letter_lookup_leftovers_total",

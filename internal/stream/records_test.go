@@ -27,7 +27,10 @@ import (
 // storedRecord is a record as the bucket holds it, for the tests to read
 // and write as another replica would.
 type storedRecord struct {
+	Calls       uint64 `json:"calls"`
+	CountsCalls bool   `json:"counts_calls"`
 	HandBacks   uint64 `json:"hand_backs,omitempty"`
+	Sheds       uint64 `json:"sheds,omitempty"`
 	PublishedAt string `json:"published_at,omitempty"`
 	DeadLetter  *struct {
 		Reason string `json:"reason"`
@@ -105,11 +108,11 @@ func TestReadsOfARecreatedStreamAreNotSettledByTheOldReadsRecords(t *testing.T) 
 	assert.Equal(t, 2.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_mismatches_total", "kind", "record")))
 }
 
-// A hand-back whose record could not be read writes nothing: the record
-// it could not see (here: three hand-backs) is not replaced by a record of
-// one. The bucket can be written but not read, as when its reads fail;
-// the stop's deadline cuts the read's call.
-func TestAHandBackDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
+// A delivery whose record could not be read writes nothing: the record it
+// could not see (here: three calls) is not replaced by a record of one. The
+// bucket can be written but not read, as when its reads fail; the read's
+// call fails, and the call it would record is not.
+func TestACallDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 	t.Parallel()
 	topo := testTopology()
 	kvStream := "KV_" + topo.Bucket()
@@ -135,8 +138,8 @@ func TestAHandBackDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 		re: newRateEngine(t, nil)}
 
 	seq := e.publish("meter.reads.north", read("MTR-1", 1), nil)
-	// An earlier delivery, given back three times, as the record says.
-	was := fmt.Sprintf(`{"hand_backs":3,"published_at":%q}`, e.publishedAt(admin, seq))
+	// Earlier deliveries, three of them called, as the record says.
+	was := fmt.Sprintf(`{"calls":3,"counts_calls":true,"published_at":%q}`, e.publishedAt(admin, seq))
 	_, err = set.Records.KV.Put(t.Context(), strconv.FormatUint(seq, 10), []byte(was))
 	require.NoError(t, err)
 	batch, err := set.Consumer.Fetch(1, jetstreamFetchWait())
@@ -145,21 +148,21 @@ func TestAHandBackDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 		require.NoError(t, m.Nak())
 	}
 
+	e.re = newRateEngine(t, func(int, string) (int, http.Header) { return http.StatusServiceUnavailable, nil })
 	o := e.options(73)
 	o.Records = stream.KVRecords{KV: kv}
-	o.ShutdownTimeout = 300 * time.Millisecond
-	e.re.setDelay(func(int, string) time.Duration { return 3 * time.Second }) // the call outlives the stop's deadline
 	stop := e.start(o)
-	// Its look-up fails, its call is cut by the stop.
-	require.Eventually(t, func() bool { return len(e.re.Calls(key1)) == 1 }, 10*time.Second, time.Millisecond)
+	// Its look-up fails, its call fails.
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(counter(t, e, "meter_consumer_record_writes_skipped_total")) == 1
+	}, 10*time.Second, time.Millisecond)
 	stop()
 
-	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_hand_backs_total")), "the read is handed back")
+	require.Len(t, e.re.Calls(key1), 1)
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_errors_total", "op", "get")))
 	entry, err := set.Records.KV.Get(t.Context(), strconv.FormatUint(seq, 10))
 	require.NoError(t, err)
 	assert.JSONEq(t, was, string(entry.Value()), "the record it could not read is left as it was")
-	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_writes_skipped_total")))
 }
 
 // Another replica writes a read's record while this one is calling the
@@ -168,10 +171,10 @@ func TestAHandBackDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 func TestTwoWritersOfARecordDoNotOverwriteEachOther(t *testing.T) {
 	t.Parallel()
 	var e *env
-	rival := func(handBacks int) {
+	rival := func(sheds int) {
 		// Another replica's write, with the revision it read.
 		key := "1"
-		body := fmt.Sprintf(`{"hand_backs":%d,"published_at":%q}`, handBacks, e.publishedAt(e.js, 1))
+		body := fmt.Sprintf(`{"calls":0,"counts_calls":true,"sheds":%d,"published_at":%q}`, sheds, e.publishedAt(e.js, 1))
 		_, err := e.set.Records.KV.Put(t.Context(), key, []byte(body))
 		assert.NoError(t, err)
 	}
@@ -189,11 +192,12 @@ func TestTwoWritersOfARecordDoNotOverwriteEachOther(t *testing.T) {
 	require.Len(t, e.re.Calls(key1), 2)
 	require.Len(t, e.deadLetters(), 1)
 	got := e.storedRecord(1)
-	assert.Equal(t, uint64(2), got.HandBacks, "the other replica's write is kept")
+	assert.Equal(t, uint64(2), got.Sheds, "the other replica's write is kept")
+	assert.Equal(t, uint64(1), got.Calls, "with this one's call")
 	require.NotNil(t, got.DeadLetter, "and this one's decision added to it")
 	assert.Equal(t, "permanent", got.DeadLetter.Reason)
 	assert.Equal(t, "http_422", got.DeadLetter.Cause)
-	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_conflicts_total")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_conflicts_total")), "the call's record and the decision each met the rival's write")
 }
 
 // A stop hands back every read it holds within its grace period (the
@@ -296,8 +300,8 @@ func TestARecreatedDurableDoesNotCopyADeadLetteredReadTwice(t *testing.T) {
 // A record of an earlier version states no stream timestamp: it is the
 // read's only when it was written after the read was stored. One written
 // before (the old read's, left from before the stream was re-created) does
-// not decide the read's fate; one written after still credits its
-// hand-backs.
+// not decide the read's fate; one written after still counts the read's
+// attempts its way: the delivery count less the hand-backs.
 func TestARecordOfAnEarlierVersionIsTheReadsOnlyIfWrittenAfterIt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -306,10 +310,10 @@ func TestARecordOfAnEarlierVersionIsTheReadsOnlyIfWrittenAfterIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), e.publish("meter.reads.north", read("MTR-1", 1), nil))
 	require.Equal(t, uint64(2), e.publish("meter.reads.north", read("MTR-2", 2), nil))
-	_, err = kv.Put(t.Context(), "2", []byte(`{"hand_backs":5}`))
+	_, err = kv.Put(t.Context(), "2", []byte(`{"hand_backs":1}`))
 	require.NoError(t, err)
 	o := e.options(78)
-	for range o.Policy.MaxAttempts { // both reach the consumer at delivery 5
+	for range o.Policy.MaxAttempts + 1 { // both reach the consumer at delivery 6
 		batch, err := e.cons.Fetch(2, jetstreamFetchWait())
 		require.NoError(t, err)
 		for m := range batch.Messages() {
@@ -319,13 +323,13 @@ func TestARecordOfAnEarlierVersionIsTheReadsOnlyIfWrittenAfterIt(t *testing.T) {
 	e.start(o)
 	e.settled(10 * time.Second)
 
+	calls := e.re.Calls(key1)
+	require.Len(t, calls, 1, "no call of its own on record: called, not dead-lettered by the old read's decision")
+	assert.Equal(t, http.StatusOK, calls[0].Status)
 	dl := e.deadLetters()
 	require.Len(t, dl, 1)
-	assert.Equal(t, "1", dl[0].Header.Get("Dlq-Sequence"))
-	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"), "its own deliveries decide, not the old read's decision")
+	assert.Equal(t, "2", dl[0].Header.Get("Dlq-Sequence"))
+	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"), "5 deliveries less 1 hand-back: past the 4 attempts")
 	assert.Equal(t, "unsettled", dl[0].Header.Get("Dlq-Cause"))
-	calls := e.re.Calls("MTR-2@2026-11-30T06:02:00Z")
-	require.Len(t, calls, 1, "the hand-backs on record credited: called, not dead-lettered")
-	assert.Equal(t, http.StatusOK, calls[0].Status)
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_mismatches_total", "kind", "record")))
 }

@@ -52,29 +52,43 @@ func TestSettlementCarriedOut(t *testing.T) {
 		wantHeld   bool
 		wantCalls  int
 		wantCopy   string // "reason cause" of the copy stored, "" for none
+		attempts   uint64 // the copy's attempts spent
 		wantRecord Record
 	}{
 		{name: "success", delivered: 1, want: []string{"ack"}, wantCalls: 1},
-		{name: "transient, attempts left", delivered: 1, answer: status(503), wantHeld: true, wantCalls: 1},
-		{name: "transient at the last attempt", delivered: 3, answer: status(503),
-			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted http_503"},
-		{name: "a redirect at the last attempt", delivered: 3, answer: status(302),
-			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted redirect"},
+		{name: "transient, attempts left", delivered: 1, answer: status(503), wantHeld: true, wantCalls: 1,
+			wantRecord: Record{Calls: 1, CountsCalls: true}},
+		{name: "transient again, attempts left", delivered: 2, rec: Record{Calls: 1, CountsCalls: true}, answer: status(503),
+			wantHeld: true, wantCalls: 1, wantRecord: Record{Calls: 2, CountsCalls: true}},
+		{name: "transient at the last attempt", delivered: 3, rec: Record{Calls: 2, CountsCalls: true}, answer: status(503),
+			want: []string{"term exhausted"}, wantCalls: 1, attempts: 3, wantCopy: "exhausted http_503"},
+		{name: "transient after deliveries that reached no call", delivered: 3, rec: Record{Calls: 1, CountsCalls: true}, answer: status(503),
+			wantHeld: true, wantCalls: 1, wantRecord: Record{Calls: 2, CountsCalls: true}},
+		{name: "a redirect at the last attempt", delivered: 3, rec: Record{Calls: 2, CountsCalls: true}, answer: status(302),
+			want: []string{"term exhausted"}, wantCalls: 1, attempts: 3, wantCopy: "exhausted redirect"},
 		{name: "permanent", delivered: 1, answer: status(422),
-			want: []string{"term http_422"}, wantCalls: 1, wantCopy: "permanent http_422"},
+			want: []string{"term http_422"}, wantCalls: 1, attempts: 1, wantCopy: "permanent http_422"},
 		{name: "invalid read", data: `{"meter_id":"MTR-1"}`, delivered: 1,
-			want: []string{"term invalid_payload"}, wantCopy: "permanent invalid_payload"},
-		{name: "past the attempt limit: an earlier delivery crashed", delivered: 4,
-			want: []string{"term exhausted"}, wantCopy: "exhausted unsettled"},
-		{name: "past the attempt limit by hand-backs only", delivered: 4, rec: Record{HandBacks: 2},
+			want: []string{"term invalid_payload"}, attempts: 0, wantCopy: "permanent invalid_payload"},
+		{name: "delivered past the attempt limit, no call on record", delivered: 4,
+			want: []string{"ack"}, wantCalls: 1},
+		{name: "calls on record past the attempt limit: the last one's delivery ended unsettled", delivered: 4,
+			rec: Record{Calls: 3, CountsCalls: true}, want: []string{"term exhausted"}, attempts: 3, wantCopy: "exhausted unsettled"},
+		{name: "deliveries without a call are credited up to a bound", delivered: 1 + MaxUncalled + 3,
+			want: []string{"term exhausted"}, attempts: 3, wantCopy: "exhausted unsettled"},
+		{name: "the bound on deliveries without a call leaves room", delivered: 1 + MaxUncalled + 2, answer: status(503),
+			want: []string{"term exhausted"}, wantCalls: 1, attempts: 3, wantCopy: "exhausted http_503"},
+		{name: "sheds are not attempts", delivered: 4, rec: Record{Calls: 1, Sheds: 2, CountsCalls: true}, answer: status(503),
+			wantHeld: true, wantCalls: 1, wantRecord: Record{Calls: 2, Sheds: 2, CountsCalls: true}},
+		{name: "an earlier version's record: past the attempt limit by hand-backs only", delivered: 4, rec: Record{HandBacks: 2},
 			want: []string{"ack"}, wantCalls: 1, wantRecord: Record{HandBacks: 2}},
-		{name: "hand-backs leave the attempt limit to real calls", delivered: 4, rec: Record{HandBacks: 1}, answer: status(503),
-			want: []string{"term exhausted"}, wantCalls: 1, wantCopy: "exhausted http_503"},
-		{name: "hand-backs are credited up to a bound", delivered: 150, rec: Record{HandBacks: 200},
-			want: []string{"term exhausted"}, wantCopy: "exhausted unsettled"},
+		{name: "an earlier version's record: hand-backs leave the attempt limit to real calls", delivered: 4, rec: Record{HandBacks: 1}, answer: status(503),
+			want: []string{"term exhausted"}, wantCalls: 1, attempts: 3, wantCopy: "exhausted http_503"},
+		{name: "an earlier version's record: hand-backs are credited up to a bound", delivered: 150, rec: Record{HandBacks: 200},
+			want: []string{"term exhausted"}, attempts: 49, wantCopy: "exhausted unsettled"},
 		{name: "fate decided, copy missing", delivered: 2,
 			rec:  Record{DeadLetter: &Decision{Reason: dlq.ReasonPermanent, Class: "permanent", Cause: classify.CauseHTTP422, Error: "http_422: downstream answered 422", At: time.Now(), Last: time.Now()}},
-			want: []string{"term http_422"}, wantCopy: "permanent http_422"},
+			want: []string{"term http_422"}, attempts: 1, wantCopy: "permanent http_422"},
 		{name: "fate decided long ago, copy found", delivered: 2, stored: true,
 			rec:  Record{DeadLetter: &Decision{Reason: dlq.ReasonPermanent, Class: "permanent", Cause: classify.CauseHTTP422, At: long, Last: long}},
 			want: []string{"term http_422"}},
@@ -83,11 +97,13 @@ func TestSettlementCarriedOut(t *testing.T) {
 		{name: "copy rejected", delivered: 1, answer: status(422), dlqErr: fmt.Errorf("%w: %w: too large", dlq.ErrPublish, dlq.ErrRejected),
 			wantHeld: true, wantCalls: 1},
 		{name: "transient past the read's age limit", delivered: 1, answer: status(503), old: true,
-			want: []string{"term expired"}, wantCalls: 1, wantCopy: "expired http_503"},
-		{name: "cut by the stop's deadline", delivered: 1, cut: true,
-			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{HandBacks: 1}},
-		{name: "cut by the stop's deadline at the last attempt", delivered: 3, rec: Record{HandBacks: 1}, cut: true,
-			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{HandBacks: 2}},
+			want: []string{"term expired"}, wantCalls: 1, attempts: 1, wantCopy: "expired http_503"},
+		{name: "cut by the stop's deadline: nothing to record", delivered: 1, cut: true,
+			want: []string{"nak"}, wantCalls: 1},
+		{name: "cut by the stop's deadline at the last attempt", delivered: 3, rec: Record{Calls: 2, CountsCalls: true}, cut: true,
+			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{Calls: 2, CountsCalls: true}},
+		{name: "cut by the stop's deadline, an earlier version's record: rewritten to count calls", delivered: 3, rec: Record{HandBacks: 1}, cut: true,
+			want: []string{"nak"}, wantCalls: 1, wantRecord: Record{Calls: 1, HandBacks: 1, CountsCalls: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +155,7 @@ func TestSettlementCarriedOut(t *testing.T) {
 				assert.Empty(t, copies)
 			} else if assert.Len(t, copies, 1) {
 				assert.Equal(t, tt.wantCopy, fmt.Sprint(copies[0].Reason, " ", copies[0].Cause))
+				assert.Equal(t, tt.attempts, copies[0].Attempts, "attempts spent")
 			}
 			got := recs.record(42)
 			switch {
@@ -185,7 +202,8 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	stop()
 	<-done
 	assert.Equal(t, []string{"nak"}, msg.settled())
-	assert.Equal(t, uint64(1), recs.record(42).HandBacks)
+	assert.Equal(t, Record{}, recs.record(42), "nothing to record: the read's record counts calls, and none was charged")
+	assert.Equal(t, 1.0, testutil.ToFloat64(c.m.handBacks))
 }
 
 // Every path of handle fits in the handler timeout, the dead-letter copy

@@ -59,12 +59,12 @@ type situation struct {
 	invalid error
 	// noMetadata: the message is not a JetStream delivery.
 	noMetadata bool
-	// attempt is the read's charged attempt (its delivery count less the
-	// attempts credited on record); deliveries its delivery count.
+	// attempt is the read's attempt (the calls charged to it on record,
+	// plus one); deliveries its delivery count.
 	attempt, deliveries uint64
 	maxAttempts         uint64
-	// creditable: an attempt that is not charged can be recorded (records
-	// are kept, this read's was read, and it is under MaxHandBacks).
+	// creditable: a call that is not charged can be recorded (records are
+	// kept, this read's was read, and it has fewer than MaxSheds credits).
 	creditable bool
 
 	// called: the call was made, or given up for the stop, and what
@@ -123,7 +123,7 @@ func decide(s situation) verdict {
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.Of(s.invalid), own: true}
 		case s.attempt > s.maxAttempts:
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, own: true, cause: classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
-				"attempt %d (delivery %d) is past the attempt limit of %d: an earlier delivery ended without settling",
+				"attempt %d (delivery %d) is past the attempt limit of %d: its calls on record spent them, or too many deliveries reached no call",
 				s.attempt, s.deliveries, s.maxAttempts))}
 		}
 		return verdict{fate: fateCall}

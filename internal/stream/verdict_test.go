@@ -124,7 +124,7 @@ func TestSettlementTable(t *testing.T) {
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422, own: true}},
 		{row: "invalid read (any attempt)", s: situation{attempt: 9, deliveries: 9, maxAttempts: 6, invalid: errors.New("bad")},
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseUnknown, own: true}},
-		{row: "attempt past the limit (an earlier delivery crashed or timed out; hand-backs do not count)",
+		{row: "attempt past the limit (the calls on record spent the attempts, or more than 10 deliveries reached no call)",
 			s:    situation{attempt: 7, deliveries: 7, maxAttempts: 6},
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseUnsettled, own: true}},
 		{name: "at the last attempt, before the call", s: situation{attempt: 6, deliveries: 9, maxAttempts: 6},
