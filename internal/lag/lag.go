@@ -72,6 +72,12 @@ func (r *Reader) Read(ctx context.Context) error {
 		r.g.deadLetters.Set(float64(dl.State.Msgs))
 		r.g.deadLetterBytes.Set(float64(dl.State.Bytes))
 		r.g.deadLetterMaxBytes.Set(float64(dl.Config.MaxBytes))
+		r.g.deadLetterMaxAge.Set(dl.Config.MaxAge.Seconds())
+		oldest := time.Duration(0)
+		if dl.State.Msgs > 0 {
+			oldest = max(r.now().Sub(dl.State.FirstTime), 0)
+		}
+		r.g.deadLetterOldest.Set(oldest.Seconds())
 	}
 	return errors.Join(errs...)
 }

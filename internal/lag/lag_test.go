@@ -37,7 +37,7 @@ func topology(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig, 
 	cfg.Name, cfg.Subjects = "METER_READS", []string{"meter.reads.>"}
 	_, err := js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
-	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"}, MaxBytes: 1 << 30})
+	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"}, MaxBytes: 1 << 30, MaxAge: 30 * 24 * time.Hour})
 	require.NoError(t, err)
 	_, err = js.Publish(t.Context(), "meter.dlq.meter.reads.x", []byte("{}"))
 	require.NoError(t, err)
@@ -149,6 +149,9 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 			want["dead_letter_stream_bytes"] = float64(dl.CachedInfo().State.Bytes)
 			require.Positive(t, want["dead_letter_stream_bytes"])
 			want["backlog_read_timestamp_seconds"] = float64(now.UnixMilli()) / 1000
+			want["dead_letter_stream_max_age_seconds"] = dl.CachedInfo().Config.MaxAge.Seconds()
+			want["dead_letter_oldest_age_seconds"] = now.Sub(dl.CachedInfo().State.FirstTime).Seconds()
+			require.Positive(t, want["dead_letter_stream_max_age_seconds"], "the copies' retention is read")
 
 			reg := prometheus.NewRegistry()
 			r := lag.New(lag.JetStream{JS: js, Stream: "METER_READS", Durable: "meter-consumer", DLQName: "METER_READS_DLQ"},
@@ -161,7 +164,8 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 				"max_ack_pending", "dead_letter_stream_messages", "lag_read_errors_total", "stream_messages",
 				"stream_bytes", "stream_max_messages", "stream_max_bytes", "stream_max_age_seconds",
 				"stream_discard_new", "oldest_unacked_age_seconds", "backlog_read_timestamp_seconds",
-				"dead_letter_stream_bytes", "dead_letter_stream_max_bytes"} {
+				"dead_letter_stream_bytes", "dead_letter_stream_max_bytes", "dead_letter_stream_max_age_seconds",
+				"dead_letter_oldest_age_seconds"} {
 				full["meter_consumer_"+name] = want[name] + tt.want[name]
 			}
 			assert.Equal(t, full, gather(t, reg))

@@ -48,6 +48,10 @@ func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, 
 		fixable = append(fixable, fmt.Sprintf("max_request_expires is %s, below the %s a pull waits on the server: the server answers every pull 409 and nothing is delivered; raise max_request_expires to %s or 0 (no limit)",
 			have.MaxRequestExpires, stream.PullExpiry, stream.PullExpiry))
 	}
+	if have.InactiveThreshold > 0 {
+		fixable = append(fixable, fmt.Sprintf("inactive_threshold is %s: the server deletes the durable, its ack state with it, once no replica has pulled for that long (the fleet scaled to zero, a long outage), and a durable made again delivers every retained read anew; set inactive_threshold to 0",
+			have.InactiveThreshold))
+	}
 	if have.MaxAckPending < 0 {
 		fixable = append(fixable, fmt.Sprintf("max_ack_pending is %d (unlimited): the reads waiting out a retry delay are held in this process, and nothing would bound them; set max_ack_pending to %d (consumer.max_ack_pending)",
 			have.MaxAckPending, want.MaxAckPending))
@@ -64,6 +68,41 @@ func checkDurable(have, want jetstream.ConsumerConfig, streamSubjects []string, 
 			filter, want.FilterSubjects, strings.Join(want.FilterSubjects, ",")))
 	}
 	return fixable, fatal
+}
+
+// skipsReads reports whether the durable's deliver policy left behind reads
+// the stream still holds: every policy but "all" starts past some (by
+// start sequence, by start time, or where the stream ended when the durable
+// was made: new, last, last per subject). Those reads were never delivered,
+// and the audit, which takes what lies below the ack floor for billed, would
+// count them billed. The server cannot change a deliver policy. When the
+// stream holds no read before the durable's start, nothing is skipped: the
+// note is then a warning.
+func skipsReads(have jetstream.ConsumerConfig, created time.Time, st jetstream.StreamState) (skips bool, note string) {
+	held := st.Msgs > 0
+	var start string
+	switch have.DeliverPolicy {
+	case jetstream.DeliverAllPolicy:
+		return false, ""
+	case jetstream.DeliverByStartSequencePolicy:
+		start = fmt.Sprintf("sequence %d", have.OptStartSeq)
+		skips = held && st.FirstSeq < have.OptStartSeq
+	case jetstream.DeliverByStartTimePolicy:
+		at := time.Time{}
+		if have.OptStartTime != nil {
+			at = *have.OptStartTime
+		}
+		start = at.UTC().Format(time.RFC3339)
+		skips = held && st.FirstTime.Before(at)
+	default: // new, last, last per subject: where the stream ended when the durable was made
+		start = "its creation, " + created.UTC().Format(time.RFC3339)
+		skips = held && st.FirstTime.Before(created)
+	}
+	if !skips {
+		return false, fmt.Sprintf("deliver_policy is %s (from %s), not all: the stream holds no read stored before that, so none was skipped; a durable the service makes delivers all", have.DeliverPolicy, start)
+	}
+	return true, fmt.Sprintf("deliver_policy is %s (from %s), not all: the reads the stream holds from before that (from sequence %d, stored %s) were never delivered, and `consumer audit` would count them billed; the server cannot change a deliver policy: delete the durable and let the service make it (or `nats consumer add --deliver all`), and its reads still in the stream are posted again under their idempotency keys",
+		have.DeliverPolicy, start, st.FirstSeq, st.FirstTime.UTC().Format(time.RFC3339))
 }
 
 func sameSet(a, b []string) bool {
@@ -100,6 +139,7 @@ func reconciledDurable(have, want jetstream.ConsumerConfig, pull int) jetstream.
 	upd.MaxDeliver, upd.BackOff, upd.AckWait, upd.MaxAckPending = -1, nil, want.AckWait, want.MaxAckPending
 	upd.FilterSubject, upd.FilterSubjects = "", want.FilterSubjects
 	upd.HeadersOnly = false
+	upd.InactiveThreshold = 0
 	if upd.MaxRequestBatch > 0 && upd.MaxRequestBatch < pull {
 		upd.MaxRequestBatch = pull
 	}

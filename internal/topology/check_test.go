@@ -64,9 +64,9 @@ func TestTheDeadLetterStreamIsChecked(t *testing.T) {
 		{"discard old", func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardOld, 1000 },
 			"discard is DiscardOld", true,
 			func(t *testing.T, c jetstream.StreamConfig) { assert.Equal(t, jetstream.DiscardNew, c.Discard) }},
-		{"a max age", func(c *jetstream.StreamConfig) { c.MaxAge = 24 * time.Hour },
-			"max age is 24h0m0s", true,
-			func(t *testing.T, c jetstream.StreamConfig) { assert.Zero(t, c.MaxAge) }},
+		{"subjects that miss the prefix", func(c *jetstream.StreamConfig) { c.Subjects = []string{"meter.dead.>"} },
+			"subjects [meter.dead.>] do not list [meter.dlq.>]: a copy published under the dead-letter prefix finds no stream", true,
+			func(t *testing.T, c jetstream.StreamConfig) { assert.Contains(t, c.Subjects, "meter.dlq.>") }},
 		{"memory storage", func(c *jetstream.StreamConfig) { c.Storage = jetstream.MemoryStorage },
 			"storage is Memory", false, nil},
 	}
@@ -323,4 +323,61 @@ func TestDiscardOldWithoutALimitIsAWarning(t *testing.T) {
 	set, err := topology.Lookup(t.Context(), js, topo)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"dead-letter stream METER_READS_DLQ: discard is DiscardOld, not DiscardNew (left as it is; reconciling would change it)"}, set.Warnings)
+}
+
+// A max age on the dead-letter stream is an operator's retention, not a
+// defect: the service starts, warns once naming it, and keeps it under
+// Reconcile. Subjects wider than the prefix cover it.
+func TestADeadLetterMaxAgeIsKept(t *testing.T) {
+	t.Parallel()
+	topo := testTopology()
+	js := made(t, topo)
+	cfg := topo.DLQStreamConfig()
+	cfg.MaxAge = 30 * 24 * time.Hour
+	cfg.Subjects = []string{"meter.>"} // wider than meter.dlq.>, and not the source stream's meter.reads.>
+	remake(t, js, streamConfig(t, js, topo.DLQStream))
+	_, err := js.UpdateStream(t.Context(), cfg)
+	if err != nil { // the source stream owns meter.reads.>: overlapping subjects are refused by the server
+		cfg.Subjects = []string{"meter.dlq.>"}
+		_, err = js.UpdateStream(t.Context(), cfg)
+	}
+	require.NoError(t, err)
+	for _, reconcile := range []bool{false, true} {
+		topo.Reconcile = reconcile
+		set, err := topology.Lookup(t.Context(), js, topo)
+		require.NoError(t, err, "reconcile %v", reconcile)
+		require.Len(t, set.Warnings, 1)
+		assert.Contains(t, set.Warnings[0], "dead-letter stream METER_READS_DLQ: max age is 720h0m0s")
+		assert.Contains(t, set.Warnings[0], "MeterConsumerDeadLettersNearMaxAge")
+		assert.Empty(t, set.Reconciled)
+		assert.Equal(t, 30*24*time.Hour, streamConfig(t, js, topo.DLQStream).MaxAge, "kept")
+	}
+}
+
+// A source stream holding subjects the service does not consume is
+// refused: its reads there would never be delivered, and the audit would
+// count them billed below the ack floor. Reconcile cannot mend it (the
+// service never removes subjects).
+func TestASourceStreamWithSubjectsNotConsumedIsRefused(t *testing.T) {
+	t.Parallel()
+	topo := testTopology()
+	js := made(t, topo)
+	cfg := streamConfig(t, js, topo.Stream)
+	cfg.Subjects = append(cfg.Subjects, "meter.events.>")
+	_, err := js.UpdateStream(t.Context(), cfg)
+	require.NoError(t, err)
+	for _, reconcile := range []bool{false, true} {
+		topo.Reconcile = reconcile
+		_, err := topology.Lookup(t.Context(), js, topo)
+		require.ErrorIs(t, err, topology.ErrMismatch, "reconcile %v", reconcile)
+		assert.ErrorContains(t, err, "include [meter.events.>], which stream.subjects [meter.reads.>] does not cover")
+		assert.ErrorContains(t, err, "set stream.subjects to meter.reads.>,meter.events.>")
+	}
+	topo.Reconcile = false
+	topo.Subjects = []string{"meter.reads.>", "meter.events.>"}
+	_, err = topology.Lookup(t.Context(), js, topo)
+	require.ErrorIs(t, err, topology.ErrMismatch, "the durable consumes less: refused until it is reconciled")
+	topo.Reconcile = true
+	_, err = topology.Lookup(t.Context(), js, topo)
+	require.NoError(t, err)
 }

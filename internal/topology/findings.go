@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +23,9 @@ type finding struct {
 	refuse bool
 	fix    func(*jetstream.StreamConfig)
 	how    string
+	// keep: an operator's policy, not a defect: warned, and never changed,
+	// reconciling or not.
+	keep bool
 }
 
 // streamFindings lists how an existing stream differs from the one the
@@ -29,7 +33,7 @@ type finding struct {
 // warning until a caller makes it a refusal.
 func streamFindings(have, want jetstream.StreamConfig) []finding {
 	var fs []finding
-	if missing := subtract(want.Subjects, have.Subjects); len(missing) > 0 {
+	if missing := uncovered(want.Subjects, have.Subjects); len(missing) > 0 {
 		fs = append(fs, finding{field: "subjects", text: fmt.Sprintf("subjects %v do not list %v", have.Subjects, missing),
 			fix: func(c *jetstream.StreamConfig) { c.Subjects = append(slices.Clone(c.Subjects), missing...) }})
 	}
@@ -73,12 +77,31 @@ func streamFindings(have, want jetstream.StreamConfig) []finding {
 	return fs
 }
 
+// sourceFindings are the stream findings of the source stream, with one
+// refusal: subjects the service does not consume (stream.subjects covers
+// them not). Reads stored on them would never be delivered, and the audit,
+// which takes what lies below the durable's ack floor for billed, would
+// count them billed.
+func sourceFindings(have, want jetstream.StreamConfig) []finding {
+	fs := streamFindings(have, want)
+	if extra := uncovered(have.Subjects, want.Subjects); len(extra) > 0 {
+		fs = append(fs, finding{field: "subjects", refuse: true,
+			text: fmt.Sprintf("subjects %v include %v, which stream.subjects %v does not cover: reads stored there would never be delivered, and `consumer audit` would count them billed below the ack floor",
+				have.Subjects, extra, want.Subjects),
+			how: fmt.Sprintf("set stream.subjects to %s, or move the other subjects to a stream of their own", strings.Join(have.Subjects, ","))})
+	}
+	return fs
+}
+
 // deadLetterFindings are the stream findings of the dead-letter stream,
 // with the settings under which a copy JetStream already confirmed (its
 // read TERMed after) can disappear made refusals: retention other than
-// limits, discard old with a max bytes or max msgs, a max age, a
-// per-subject limit (a meter's copies
-// share a subject) and memory storage. On the source stream they are
+// limits, discard old with a max bytes or max msgs, a per-subject limit (a
+// meter's copies share a subject) and memory storage; and subjects that do
+// not cover the dead-letter prefix, where a copy finds no stream. A max age
+// is an operator's retention, as SQS, Pub/Sub and Kafka set on theirs:
+// warned and kept (MeterConsumerDeadLettersNearMaxAge fires before the
+// oldest copy is half that old). On the source stream all of these are
 // warnings: whoever made it chose how long it keeps reads.
 func deadLetterFindings(have, want jetstream.StreamConfig) []finding {
 	fs := streamFindings(have, want)
@@ -91,8 +114,11 @@ func deadLetterFindings(have, want jetstream.StreamConfig) []finding {
 			if have.MaxBytes > 0 || have.MaxMsgs > 0 { // without a limit, nothing is ever discarded
 				f.refuse, f.text = true, f.text+": when the stream is full the server deletes the oldest copies, whose reads were TERMed, to make room"
 			}
+		case "subjects":
+			f.refuse, f.text = true, f.text+": a copy published under the dead-letter prefix finds no stream (no responders), so its read is never TERMed and is retried until the source stream's max age"
 		case "max_age":
-			f.refuse, f.text = true, f.text+": the server deletes a copy at that age, whether a person has seen it or not"
+			f.keep, f.fix = true, nil
+			f.text += ": the server deletes a copy at that age, whether a person has seen it or not (an operator's retention: kept; MeterConsumerDeadLettersNearMaxAge fires when the oldest copy is past half of it)"
 		case "storage":
 			f.refuse, f.text = true, f.text+": a server restart loses every copy"
 		case "max_msgs_per_subject":
@@ -150,6 +176,8 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 		var refused []string
 		for _, f := range fs {
 			switch {
+			case f.keep:
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s", name, f.text))
 			case f.refuse && f.fix == nil:
 				refused = append(refused, f.text+" ("+f.how+")")
 			case f.refuse:
@@ -166,11 +194,18 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 		return info, nil
 	}
 	var cannot []string
+	kept := fs[:0:0]
 	for _, f := range fs {
-		if f.fix == nil {
+		switch {
+		case f.keep:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s", name, f.text))
+		case f.fix == nil:
 			cannot = append(cannot, f.text+": "+f.how)
+		default:
+			kept = append(kept, f)
 		}
 	}
+	fs = kept
 	if len(cannot) > 0 {
 		return nil, fmt.Errorf("%s: %w: %s (%s cannot change this)", name, ErrMismatch, joinProblems(cannot), t.Switches.reconciler())
 	}
@@ -186,13 +221,24 @@ func (t Topology) converge(ctx context.Context, js jetstream.JetStream, what str
 		return nil, fmt.Errorf("reconcile %s (%s): %w", name, texts(fs), t.replicasRefused(err, cfg.Replicas))
 	}
 	after := st.CachedInfo()
-	if left := check(after.Config); len(left) > 0 {
+	if left := changeable(check(after.Config)); len(left) > 0 {
 		return nil, fmt.Errorf("reconcile %s: %w: the server kept %s after the update", name, ErrMismatch, texts(left))
 	}
 	for _, f := range fs {
 		s.Reconciled = append(s.Reconciled, fmt.Sprintf("%s: %s (changed by %s)", name, f.text, t.Switches.reconciler()))
 	}
 	return after, nil
+}
+
+// changeable leaves out the findings reconciling keeps as they are.
+func changeable(fs []finding) []finding {
+	out := fs[:0:0]
+	for _, f := range fs {
+		if !f.keep {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func texts(fs []finding) string {

@@ -214,7 +214,7 @@ func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool)
 		return nil, fmt.Errorf("topology: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
 	}
 	s := &Setup{}
-	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, streamFindings, s)
+	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, sourceFindings, s)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool)
 	}
 	s.Records = stream.KVRecords{KV: kv}
 	s.Replicas = Replicas{Stream: src.Config.Replicas, DeadLetter: dl.Config.Replicas, Records: replicas}
-	cons, err := t.durable(ctx, js, src.Config.Subjects, create, s)
+	cons, err := t.durable(ctx, js, src, create, s)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (t Topology) bucket(ctx context.Context, js jetstream.JetStream, streamMaxA
 }
 
 // durable finds (or creates) the durable consumer and checks it.
-func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSubjects []string, create bool, s *Setup) (jetstream.Consumer, error) {
+func (t Topology) durable(ctx context.Context, js jetstream.JetStream, src *jetstream.StreamInfo, create bool, s *Setup) (jetstream.Consumer, error) {
 	want := t.ConsumerConfig()
 	cons, err := js.Consumer(ctx, t.Stream, t.Durable)
 	switch {
@@ -313,8 +313,15 @@ func (t Topology) durable(ctx context.Context, js jetstream.JetStream, streamSub
 	case err != nil:
 		return nil, fmt.Errorf("look up consumer %s on stream %s: %w", t.Durable, t.Stream, err)
 	}
-	have := cons.CachedInfo().Config
-	fixable, fatal := checkDurable(have, want, streamSubjects, t.pullBatch(have.AckWait), t.Switches)
+	info := cons.CachedInfo()
+	have := info.Config
+	fixable, fatal := checkDurable(have, want, src.Config.Subjects, t.pullBatch(have.AckWait), t.Switches)
+	skips, note := skipsReads(have, info.Created, src.State)
+	if skips {
+		fatal = append(fatal, note)
+	} else if note != "" {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("consumer %s on stream %s: %s", t.Durable, t.Stream, note))
+	}
 	if len(fatal) > 0 {
 		return nil, fmt.Errorf("consumer %s on stream %s: %w: %s", t.Durable, t.Stream, ErrMismatch, joinProblems(append(fatal, fixable...)))
 	}

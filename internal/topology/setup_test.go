@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -52,6 +53,9 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 			func(t *testing.T, c jetstream.ConsumerConfig) {
 				assert.Equal(t, stream.PullExpiry, c.MaxRequestExpires)
 			}},
+		{"inactive threshold", func(c *jetstream.ConsumerConfig) { c.InactiveThreshold = time.Hour },
+			"inactive_threshold is 1h0m0s: the server deletes the durable", true,
+			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Zero(t, c.InactiveThreshold) }},
 		{"unlimited ack pending", func(c *jetstream.ConsumerConfig) { c.MaxAckPending = -1 },
 			"max_ack_pending is -1 (unlimited)", true,
 			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, 10000, c.MaxAckPending) }},
@@ -117,6 +121,7 @@ func TestExistingStreamsAreLeftAsTheyAre(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	topo := testTopology()
 	topo.MaxAge = 7 * 24 * time.Hour
+	topo.Subjects = []string{"meter.reads.>", "meter.estimates.>"} // a stream's subjects are all consumed (TestASourceStreamWithSubjectsNotConsumedIsRefused)
 	mine := topo.StreamConfig()
 	mine.Subjects = []string{"meter.reads.>", "meter.estimates.>"}
 	mine.MaxAge, mine.Duplicates, mine.Discard = 90*24*time.Hour, 2*time.Minute, jetstream.DiscardOld
@@ -195,4 +200,85 @@ func TestCreatedStreamsAreBounded(t *testing.T) {
 	assert.Equal(t, int64(1<<30), dl.MaxBytes)
 	assert.Equal(t, jetstream.DiscardNew, dl.Discard)
 	assert.Equal(t, 7*24*time.Hour, topo.RecordsConfig().TTL, "a record lives as long as its read can")
+}
+
+// A durable whose deliver policy started past reads the stream still holds
+// is refused, by every policy but all: those reads were never delivered,
+// and the audit would count them billed. The server cannot change a
+// deliver policy, so Reconcile refuses it too. A durable that skipped
+// nothing the stream holds (made on an empty stream) is warned about.
+func TestADurableThatSkipsReadsIsRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		change func(c *jetstream.ConsumerConfig, sixth time.Time)
+		want   string
+	}{
+		{"new", func(c *jetstream.ConsumerConfig, _ time.Time) { c.DeliverPolicy = jetstream.DeliverNewPolicy }, "deliver_policy is new"},
+		{"last", func(c *jetstream.ConsumerConfig, _ time.Time) { c.DeliverPolicy = jetstream.DeliverLastPolicy }, "deliver_policy is last"},
+		{"last per subject", func(c *jetstream.ConsumerConfig, _ time.Time) {
+			c.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
+		},
+			"deliver_policy is last_per_subject"},
+		{"by start sequence", func(c *jetstream.ConsumerConfig, _ time.Time) {
+			c.DeliverPolicy, c.OptStartSeq = jetstream.DeliverByStartSequencePolicy, 6
+		}, "deliver_policy is by_start_sequence (from sequence 6)"},
+		{"by start time", func(c *jetstream.ConsumerConfig, sixth time.Time) {
+			c.DeliverPolicy, c.OptStartTime = jetstream.DeliverByStartTimePolicy, &sixth
+		}, "deliver_policy is by_start_time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := natstest.Run(t)
+			_, js := natstest.Connect(t, s)
+			topo := testTopology()
+			_, err := topology.Ensure(t.Context(), js, topo)
+			require.NoError(t, err)
+			require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+			for i := range 5 {
+				_, err := js.Publish(t.Context(), fmt.Sprintf("meter.reads.m%d", i), []byte("{}"))
+				require.NoError(t, err)
+			}
+			time.Sleep(10 * time.Millisecond) // the durable starts after the fifth read (a timeline)
+			cfg := topo.ConsumerConfig()
+			tt.change(&cfg, time.Now())
+			_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
+			require.NoError(t, err)
+			for i := range 5 {
+				_, err := js.Publish(t.Context(), fmt.Sprintf("meter.reads.m%d", i), []byte("{}"))
+				require.NoError(t, err)
+			}
+
+			for _, reconcile := range []bool{false, true} {
+				topo.Reconcile = reconcile
+				_, err = topology.Lookup(t.Context(), js, topo)
+				require.ErrorIs(t, err, topology.ErrMismatch, "reconcile %v", reconcile)
+				assert.ErrorContains(t, err, tt.want)
+				assert.ErrorContains(t, err, "were never delivered, and `consumer audit` would count them billed")
+				assert.ErrorContains(t, err, "from sequence 1")
+			}
+		})
+	}
+
+	t.Run("nothing skipped", func(t *testing.T) {
+		t.Parallel()
+		s := natstest.Run(t)
+		_, js := natstest.Connect(t, s)
+		topo := testTopology()
+		_, err := topology.Ensure(t.Context(), js, topo)
+		require.NoError(t, err)
+		require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+		cfg := topo.ConsumerConfig()
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+		_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
+		require.NoError(t, err)
+		_, err = js.Publish(t.Context(), "meter.reads.m1", []byte("{}"))
+		require.NoError(t, err)
+		set, err := topology.Lookup(t.Context(), js, topo)
+		require.NoError(t, err)
+		require.Len(t, set.Warnings, 1)
+		assert.Contains(t, set.Warnings[0], "deliver_policy is new")
+		assert.Contains(t, set.Warnings[0], "none was skipped")
+	})
 }
