@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
 )
@@ -100,4 +101,26 @@ func ExampleBuild() {
 	// Dlq-Cause: http_503
 	// Dlq-Deliveries: 6
 	// Nats-Msg-Id: dlq:METER_READS:7:1796021940000000000
+}
+
+// A mark carries the read's name as a copy does, what was done, by whom,
+// when and why, and reads back as it was built.
+func TestMarkRoundTrip(t *testing.T) {
+	t.Parallel()
+	m := dlq.Mark{Kind: dlq.MarkPurged, Stream: "METER_READS", Sequence: 42, Subject: "meter.reads.north",
+		PublishedAt: time.Date(2026, 11, 30, 6, 0, 0, 123, time.UTC), CopySequence: 7,
+		By: "ops-alice", At: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Why: "meter decommissioned\nticket 42"}
+	msg := dlq.BuildMark("meter.dlq", m)
+	assert.Equal(t, "meter.dlq._mark.meter.reads.north", msg.Subject)
+	assert.True(t, dlq.IsMark(msg.Header))
+	assert.Equal(t, "mark:purged:METER_READS:7", msg.Header.Get("Nats-Msg-Id"))
+	got, ok := dlq.ParseMark(msg.Header)
+	require.True(t, ok)
+	m.Why = "meter decommissioned ticket 42" // one line
+	assert.Equal(t, m, got)
+
+	copyMsg := dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Stream: "METER_READS", Subject: "meter.reads.north", Sequence: 42}, time.Now())
+	assert.False(t, dlq.IsMark(copyMsg.Header), "a copy is not a mark")
+	_, ok = dlq.ParseMark(copyMsg.Header)
+	assert.False(t, ok)
 }
