@@ -254,7 +254,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 			return strings.TrimSpace(line) == "yes"
 		}
 		var n int
-		n, err = ops.Purge(ctx, f, confirm)
+		n, err = ops.Purge(ctx, f, "", confirm)
 		if err == nil {
 			fmt.Fprintf(stdout, "deleted %d\n", n)
 		}

@@ -16,8 +16,12 @@
 // dead-lettered during a replay wait for the next run. Filters are applied in
 // the client against the Dlq-* headers (the copy's subject prefix is not
 // known here, so the original subject is matched on Dlq-Subject); Stats and
-// Purge without a --meter filter ask for headers only. Purge keeps only the
-// selected sequence numbers (8 bytes each) before it asks for confirmation.
+// Purge without a --meter filter ask for headers only. Purge keeps, of each
+// selected copy, only what its mark needs (sequences, subjects, the source
+// stream's name and a time), never its payload, before it asks for
+// confirmation. Marks (see below) are passed over: no operation shows,
+// counts, replays or purges one; Show of a mark's sequence prints it, and
+// says it is a mark.
 //
 // # Replay guarantees
 //
@@ -33,14 +37,30 @@
 // directives were already dropped by dlq.Build.
 //
 // It is published expecting SourceStream when that is set, and the ack is
-// awaited. The copy is deleted only after that ack; a failed publish leaves
-// it. Because the message id is derived from the copy, a replay run twice, or
+// awaited. The copy is then marked replayed, and deleted only after the
+// mark's ack; a failed publish or mark leaves it. Because the message id is derived from the copy, a replay run twice, or
 // resumed after a crash between the publish and the delete, is dropped by the
 // source stream's duplicate window (the ack says Duplicate, counted as such,
 // and the copy is then deleted). Past that window a copy whose delete was
 // lost would be republished; the downstream idempotency key is the last
 // guard. Replays are paced by a time-based limiter using Now and Sleep, so
 // tests need no real waiting.
+//
+// # Marks
+//
+// Before a replay or a purge deletes a copy, it stores a mark in the
+// dead-letter stream (dlq.Mark, built by dlq.BuildMark, published expecting
+// Stream and awaited): what was done (replayed or purged), the read as the
+// copy named it (Dlq-Stream, Dlq-Sequence, Dlq-Published-At, Dlq-Subject),
+// the copy's sequence, a replay's sequence in the source stream, Actor, the
+// time and a purge's reason. The audit reads marks to tell a replayed or
+// purged read from a billed one once its copy is gone. A mark's subject is
+// <prefix>._mark.<original subject>; the prefix is the copy's subject less
+// "." and Dlq-Subject, and a copy whose subject does not end that way
+// cannot be marked, so it is kept. Its message id (mark:<kind>:<stream>:<copy
+// seq>) makes a mark retried within the dead-letter stream's duplicate
+// window a duplicate: a run resumed after a crash between a mark and its
+// delete adds none.
 //
 // # Errors
 //
@@ -51,12 +71,14 @@
 // flag). NATS errors are wrapped with %w, so jetstream.ErrStreamNotFound,
 // jetstream.ErrMsgNotFound and nats.ErrConnectionClosed match too. Replay
 // counts per-read failures in its summary and stops only when ctx is done
-// or the server cannot be reached.
+// or the server cannot be reached; Purge goes on past a copy whose mark was
+// not stored (it is kept, and the purge then fails) and stops at a delete
+// that failed.
 //
 // # Concurrency
 //
 // An Ops is not modified by its methods, so they may run concurrently when
 // Out is safe for concurrent writes. Two replays of the same selection at
-// once are safe: the second publish of a read is a duplicate, and a copy
-// already deleted is not an error.
+// once are safe: the second publish of a read is a duplicate, so is the
+// second mark of a copy, and a copy already deleted is not an error.
 package dlqops

@@ -21,6 +21,7 @@ const (
 // Entry is one dead-letter copy, decoded.
 type Entry struct {
 	Seq            uint64 // dead-letter stream sequence
+	CopySubject    string // the copy's own subject: <dead-letter prefix>.<original subject>
 	Reason         string // Dlq-Reason
 	Cause          string // Dlq-Cause
 	Subject        string // the original subject (Dlq-Subject)
@@ -35,9 +36,10 @@ type Entry struct {
 	Data           []byte      // the original payload
 }
 
-func newEntry(seq uint64, h nats.Header, data []byte) Entry {
+func newEntry(seq uint64, copySubject string, h nats.Header, data []byte) Entry {
 	e := Entry{
 		Seq:            seq,
+		CopySubject:    copySubject,
 		Reason:         h.Get(dlq.HeaderReason),
 		Cause:          h.Get(dlq.HeaderCause),
 		Subject:        h.Get(dlq.HeaderSubject),

@@ -23,7 +23,7 @@ func every(o *dlqops.Ops) map[string]func(ctx context.Context) error {
 			return err
 		},
 		"purge": func(ctx context.Context) error {
-			_, err := o.Purge(ctx, dlqops.Filter{}, func(int) bool { return true })
+			_, err := o.Purge(ctx, dlqops.Filter{}, "", func(int) bool { return true })
 			return err
 		},
 	}
@@ -50,7 +50,7 @@ func TestReplayNoSuchSourceStream(t *testing.T) {
 	require.ErrorIs(t, err, dlqops.ErrNoSuchStream)
 	assert.Contains(t, err.Error(), "source stream NOPE")
 	assert.Contains(t, err.Error(), "--stream")
-	assert.Len(t, e.seqs(e.dlq), 5, "nothing was touched")
+	assert.Len(t, e.copies(), 5, "nothing was touched")
 
 	_, err = e.ops.Replay(t.Context(), dlqops.ReplayOptions{DryRun: true})
 	assert.NoError(t, err, "a dry run publishes nothing")

@@ -136,7 +136,7 @@ func ExampleOps_Replay() {
 func ExampleOps_Purge() {
 	o, stop := exampleOps()
 	defer stop()
-	n, err := o.Purge(context.Background(), dlqops.Filter{Cause: "invalid_payload"}, func(n int) bool {
+	n, err := o.Purge(context.Background(), dlqops.Filter{Cause: "invalid_payload"}, "", func(n int) bool {
 		fmt.Printf("delete %d dead-lettered reads? yes\n", n)
 		return true
 	})

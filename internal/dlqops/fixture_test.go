@@ -152,16 +152,55 @@ func (e *env) seqs(st jetstream.Stream) []uint64 {
 	return got
 }
 
-// sourceMsgs returns every message in the source stream.
-func (e *env) sourceMsgs() []*jetstream.RawStreamMsg {
+// copies returns the sequences of the dead-letter copies, in order: the
+// dead-letter stream's messages but its marks.
+func (e *env) copies() []uint64 {
+	e.t.Helper()
+	var got []uint64
+	for _, m := range e.msgs(e.dlq) {
+		if !dlq.IsMark(m.Header) {
+			got = append(got, m.Sequence)
+		}
+	}
+	return got
+}
+
+// marks returns the marks in the dead-letter stream, in order, each with
+// its subject.
+func (e *env) marks() []storedMark {
+	e.t.Helper()
+	var got []storedMark
+	for _, m := range e.msgs(e.dlq) {
+		if mk, ok := dlq.ParseMark(m.Header); ok {
+			got = append(got, storedMark{Mark: mk, subject: m.Subject, seq: m.Sequence})
+		}
+	}
+	return got
+}
+
+// storedMark is a mark as the dead-letter stream holds it.
+type storedMark struct {
+	dlq.Mark
+	subject string
+	seq     uint64 // in the dead-letter stream
+}
+
+// msgs returns every message in st.
+func (e *env) msgs(st jetstream.Stream) []*jetstream.RawStreamMsg {
 	e.t.Helper()
 	var msgs []*jetstream.RawStreamMsg
-	for _, seq := range e.seqs(e.src) {
-		m, err := e.src.GetMsg(e.t.Context(), seq)
+	for _, seq := range e.seqs(st) {
+		m, err := st.GetMsg(e.t.Context(), seq)
 		require.NoError(e.t, err)
 		msgs = append(msgs, m)
 	}
 	return msgs
+}
+
+// sourceMsgs returns every message in the source stream.
+func (e *env) sourceMsgs() []*jetstream.RawStreamMsg {
+	e.t.Helper()
+	return e.msgs(e.src)
 }
 
 // fakeClock is Now and Sleep for Ops: Sleep advances the clock at once and

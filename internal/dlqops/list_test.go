@@ -155,7 +155,7 @@ func TestInvalidFilters(t *testing.T) {
 			assert.ErrorIs(t, e.ops.Stats(t.Context(), tt.f, false), dlqops.ErrInvalid)
 			_, err := e.ops.Replay(t.Context(), dlqops.ReplayOptions{Filter: tt.f})
 			assert.ErrorIs(t, err, dlqops.ErrInvalid)
-			_, err = e.ops.Purge(t.Context(), tt.f, func(int) bool { return true })
+			_, err = e.ops.Purge(t.Context(), tt.f, "", func(int) bool { return true })
 			assert.ErrorIs(t, err, dlqops.ErrInvalid)
 		})
 	}

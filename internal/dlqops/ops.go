@@ -21,6 +21,9 @@ type Ops struct {
 	Out          io.Writer // tables, reports and the replay summary (default io.Discard)
 	Now          func() time.Time
 	Terminal     bool // draw a progress bar during a replay
+	// Actor is who runs the tool, written on the marks of replayed and
+	// purged copies (dlq.Mark.By); "" is written as UnknownActor.
+	Actor string
 
 	// Sleep waits d or until ctx is done, for the replay rate limit
 	// (default: a timer).

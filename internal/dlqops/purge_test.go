@@ -29,11 +29,11 @@ func TestPurge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, reads()...)
 			asked := 0
-			n, err := e.ops.Purge(t.Context(), tt.f, func(n int) bool { asked = n; return tt.confirm })
+			n, err := e.ops.Purge(t.Context(), tt.f, "", func(n int) bool { asked = n; return tt.confirm })
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, n)
 			assert.Equal(t, tt.wantAsked, asked)
-			assert.Equal(t, tt.left, e.seqs(e.dlq))
+			assert.Equal(t, tt.left, e.copies())
 			assert.Equal(t, tt.out, e.out.String())
 		})
 	}
@@ -41,19 +41,19 @@ func TestPurge(t *testing.T) {
 
 func TestPurgeNeedsConfirm(t *testing.T) {
 	e := newEnv(t, reads()...)
-	_, err := e.ops.Purge(t.Context(), dlqops.Filter{}, nil)
+	_, err := e.ops.Purge(t.Context(), dlqops.Filter{}, "", nil)
 	require.ErrorIs(t, err, dlqops.ErrInvalid)
-	assert.Len(t, e.seqs(e.dlq), 5)
+	assert.Len(t, e.copies(), 5)
 }
 
 func TestPurgeLeavesCopiesStoredAfterTheSelection(t *testing.T) {
 	e := newEnv(t, reads()[:2]...)
-	n, err := e.ops.Purge(t.Context(), dlqops.Filter{}, func(int) bool {
+	n, err := e.ops.Purge(t.Context(), dlqops.Filter{}, "", func(int) bool {
 		// A read is dead-lettered while the operator reads the prompt.
 		require.NoError(t, deadLetter(t.Context(), e.js, reads()[2]))
 		return true
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
-	assert.Equal(t, []uint64{3}, e.seqs(e.dlq))
+	assert.Equal(t, []uint64{3}, e.copies())
 }

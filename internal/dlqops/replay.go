@@ -69,7 +69,7 @@ type ReplaySummary struct {
 	Replayed          int // republished, confirmed, copy deleted
 	Duplicates        int // already replayed (the source stream had the message id), copy deleted
 	SkippedMaxReplays int // replayed MaxReplays times already; copy kept
-	Failed            int // copy kept: the republish was not confirmed, or the copy could not be deleted
+	Failed            int // copy kept: the republish or its mark was not confirmed, or the copy could not be deleted
 }
 
 // String is the summary line.
@@ -79,8 +79,10 @@ func (s ReplaySummary) String() string {
 }
 
 // Replay sends the copies ro selects back to their original subjects, at
-// most ro.Rate a second, and deletes each copy once JetStream confirmed its
-// republish. See the package documentation for the guarantees. The summary
+// most ro.Rate a second, marks each copy replayed (a dlq.Mark in the
+// dead-letter stream) once JetStream confirmed its republish, and deletes
+// it once JetStream confirmed the mark. See the package documentation for
+// the guarantees. The summary
 // line is always written; an interrupted replay returns what it did so far
 // with ctx's error.
 func (o *Ops) Replay(ctx context.Context, ro ReplayOptions) (ReplaySummary, error) {
@@ -169,6 +171,10 @@ func (r *replayer) one(e Entry) error {
 	if err == nil {
 		msg, err = ReplayMsg(o.Stream, e)
 	}
+	prefix, ok := e.prefix()
+	if err == nil && !ok {
+		err = errUnmarkable(e)
+	}
 	if err != nil {
 		r.sum.Failed++
 		r.bar.line("seq %d: not replayed, copy kept: %v", e.Seq, err)
@@ -192,7 +198,22 @@ func (r *replayer) one(e Entry) error {
 		r.bar.line("seq %d: not replayed, copy kept: publish to %s: %v", e.Seq, msg.Subject, err)
 		return nil
 	}
-	// The republish is confirmed: only now may the copy go.
+	// The republish is confirmed: mark the copy replayed, so that the audit
+	// does not take the read for billed once its copy is gone.
+	m := markOf(e, dlq.MarkReplayed)
+	m.ReplayedAs = ack.Sequence
+	if err := o.mark(ctx, prefix, m); err != nil {
+		r.sum.Failed++
+		err = fmt.Errorf("seq %d: replayed as %s seq %d, but its mark was not stored; copy kept (running the replay again is safe: "+
+			"the republish is a duplicate within %s's duplicate window, the mark a duplicate by its id): %w",
+			e.Seq, ack.Stream, ack.Sequence, ack.Stream, err)
+		if ctx.Err() != nil || notConnected(err) {
+			return wrapNATS("replay", err)
+		}
+		r.bar.line("%v", err)
+		return nil
+	}
+	// The mark is confirmed: only now may the copy go.
 	if _, err := deleteCopy(ctx, r.st, e.Seq); err != nil {
 		r.sum.Failed++
 		err = fmt.Errorf("seq %d: replayed as %s seq %d, but its copy was not deleted (run the replay again within %s's duplicate window to remove it): %w",

@@ -25,7 +25,7 @@ func TestReplaySubset(t *testing.T) {
 	assert.Equal(t, dlqops.ReplaySummary{Selected: 2, Replayed: 2}, sum)
 	assert.Equal(t, "replayed 2, skipped as duplicate 0, skipped at max replays 0, failed 0\n", e.out.String())
 
-	assert.Equal(t, []uint64{2, 3, 4}, e.seqs(e.dlq), "only the replayed copies are gone")
+	assert.Equal(t, []uint64{2, 3, 4}, e.copies(), "only the replayed copies are gone")
 	msgs := e.sourceMsgs()
 	require.Len(t, msgs, 2)
 	rs := reads()
@@ -120,7 +120,7 @@ func TestReplayInterruptedThenResumed(t *testing.T) {
 				require.NoError(t, err)
 			}
 			assert.Equal(t, dlqops.ReplaySummary{Selected: 2, Replayed: 2}, sum)
-			assert.Equal(t, []uint64{3, 4, 5}, e.seqs(e.dlq))
+			assert.Equal(t, []uint64{3, 4, 5}, e.copies())
 			assert.Contains(t, e.out.String(), "replayed 2, skipped as duplicate 0, skipped at max replays 0, failed 0\n")
 
 			e.out.Reset()
@@ -128,7 +128,7 @@ func TestReplayInterruptedThenResumed(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, dlqops.ReplaySummary{Selected: 3, Replayed: 2, Duplicates: 1}, sum, "read 3 was already replayed")
 			assert.Equal(t, "replayed 2, skipped as duplicate 1, skipped at max replays 0, failed 0\n", e.out.String())
-			assert.Empty(t, e.seqs(e.dlq), "the duplicate's copy is deleted too")
+			assert.Empty(t, e.copies(), "the duplicate's copy is deleted too")
 
 			sum, err = e.ops.Replay(t.Context(), dlqops.ReplayOptions{})
 			require.NoError(t, err)
@@ -171,7 +171,8 @@ func TestReplayTwiceAtOnceIsSafe(t *testing.T) {
 	assert.Equal(t, 5, sum1.Replayed+sum2.Replayed, "%+v %+v", sum1, sum2)
 	assert.Zero(t, sum1.Failed+sum2.Failed)
 	assert.Len(t, e.sourceMsgs(), 5)
-	assert.Empty(t, e.seqs(e.dlq))
+	assert.Empty(t, e.copies())
+	assert.Len(t, e.marks(), 5, "one mark per copy: a second is a duplicate by its id")
 }
 
 func TestReplayDryRunChangesNothing(t *testing.T) {
@@ -189,7 +190,7 @@ func TestReplayDryRunChangesNothing(t *testing.T) {
 seq 2: skipped, replayed 3 times already (--max-replays 3); copy kept
 dry run, nothing changed: would replay 3, would skip at max replays 1
 `, e.out.String(), "the table, the skips, the summary; no progress bar")
-	assert.Equal(t, []uint64{1, 2, 3, 4, 5}, e.seqs(e.dlq))
+	assert.Equal(t, []uint64{1, 2, 3, 4, 5}, e.copies())
 	assert.Empty(t, e.sourceMsgs())
 	assert.Empty(t, e.clock.slept, "a dry run is not paced")
 }
@@ -214,7 +215,7 @@ func TestReplayMaxReplays(t *testing.T) {
 			sum, err := e.ops.Replay(t.Context(), dlqops.ReplayOptions{MaxReplays: tt.maxReplays})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, sum)
-			assert.Equal(t, tt.left, e.seqs(e.dlq))
+			assert.Equal(t, tt.left, e.copies())
 			if tt.want.SkippedMaxReplays > 0 {
 				assert.Contains(t, e.out.String(), "seq 2: skipped, replayed 3 times already")
 			}
@@ -269,7 +270,7 @@ func TestReplayFailedPublishKeepsTheCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dlqops.ReplaySummary{Selected: 3, Replayed: 2, Failed: 1}, sum)
 	assert.Contains(t, e.out.String(), "seq 2: not replayed, copy kept: publish to other.reads.north: ")
-	assert.Equal(t, []uint64{2}, e.seqs(e.dlq))
+	assert.Equal(t, []uint64{2}, e.copies())
 	assert.Len(t, e.sourceMsgs(), 2)
 	other, err := e.js.Stream(t.Context(), "OTHER")
 	require.NoError(t, err)
@@ -332,7 +333,8 @@ func TestReplayProgressBar(t *testing.T) {
 // TestReplayReport pins the report docs/DLQ.md shows: after a canary
 // (--limit 1) replayed seq 1, read 2 is at max replays, read 4's subject is
 // stored by another stream, and read 5 was republished by a run that crashed
-// before deleting its copy.
+// before deleting its copy. The progress bar counts the canary's mark (seq
+// 6) among the messages examined.
 func TestReplayReport(t *testing.T) {
 	rs := reads()
 	rs[1].header = nats.Header{dlqops.HeaderReplayCount: {"3"}}
@@ -358,14 +360,15 @@ func TestReplayReport(t *testing.T) {
 	const clear = "\r                          \r"
 	assert.Equal(t, ""+
 		"seq 2: skipped, replayed 3 times already (--max-replays 3); copy kept\n"+
-		"\r[#####...............] 1/4"+
-		"\r[##########..........] 2/4"+clear+
+		"\r[####................] 1/5"+
+		"\r[########............] 2/5"+clear+
 		"seq 4: not replayed, copy kept: publish to other.reads.north: nats: nats: API error: code=400 err_code=10060 description=expected stream does not match\n"+
-		"\r[##########..........] 2/4"+
-		"\r[###############.....] 3/4"+
-		"\r[####################] 4/4\n"+
+		"\r[########............] 2/5"+
+		"\r[############........] 3/5"+
+		"\r[################....] 4/5"+
+		"\r[####################] 5/5\n"+ // the canary's mark, seq 6, is examined too
 		"replayed 1, skipped as duplicate 1, skipped at max replays 1, failed 1\n", e.out.String())
-	assert.Equal(t, []uint64{2, 4}, e.seqs(e.dlq))
+	assert.Equal(t, []uint64{2, 4}, e.copies())
 	assert.Len(t, e.sourceMsgs(), 3, "reads 1, 3 and 5, each once")
 }
 
@@ -397,7 +400,7 @@ func TestReplayOfATruncatedCopyUsesTheFullRead(t *testing.T) {
 	require.Len(t, msgs, 2)
 	assert.Equal(t, full, msgs[1].Data, "the full read, not the truncated copy")
 	assert.Empty(t, msgs[1].Header.Get(dlq.HeaderTruncated))
-	assert.Equal(t, []uint64{2}, e.seqs(e.dlq))
+	assert.Equal(t, []uint64{2}, e.copies())
 }
 
 // After the source stream was deleted and re-created, the read at a
@@ -422,5 +425,5 @@ func TestReplayOfATruncatedCopyDoesNotTakeAnotherReadAtItsSequence(t *testing.T)
 	assert.Equal(t, dlqops.ReplaySummary{Selected: 1, Failed: 1}, sum)
 	assert.Contains(t, e.out.String(), "is another read, stored ")
 	assert.Len(t, e.sourceMsgs(), 1, "nothing replayed")
-	assert.Equal(t, []uint64{1}, e.seqs(e.dlq), "the copy is kept")
+	assert.Equal(t, []uint64{1}, e.copies(), "the copy is kept")
 }

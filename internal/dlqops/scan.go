@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meterline/meter-consumer/internal/dlq"
 )
 
 // pageSize bounds the messages buffered by the client at once.
@@ -22,14 +24,15 @@ var errEnd = errors.New("end of scan")
 
 type scanOptions struct {
 	headersOnly bool
-	// progress, when set, is called with the copies examined so far and the
-	// copies the scan will examine at most.
+	// progress, when set, is called with the messages examined so far
+	// (marks included) and the messages the scan will examine at most.
 	progress func(done, total uint64)
 }
 
 // scan calls fn with every copy f selects, in sequence order, up to the last
-// copy stored when the scan began (copies dead-lettered during a replay are
-// left for the next run) and at most f.Limit of them. It reads the stream
+// message stored when the scan began (copies dead-lettered during a replay
+// are left for the next run) and at most f.Limit of them. Marks
+// (dlq.IsMark) are passed over: they are not copies. It reads the stream
 // through an ordered consumer, pageSize messages at a time. fn may return
 // errEnd to stop.
 func (o *Ops) scan(ctx context.Context, st jetstream.Stream, f Filter, so scanOptions, fn func(Entry) error) error {
@@ -72,18 +75,22 @@ func (o *Ops) scan(ctx context.Context, st jetstream.Stream, f Filter, so scanOp
 			return nil
 		}
 		done++
-		e := newEntry(seq, msg.Headers(), msg.Data())
-		if f.match(e) {
-			selected++
-			err := fn(e)
-			if errors.Is(err, errEnd) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if f.Limit > 0 && selected >= f.Limit {
-				return nil
+		// A mark (what a replay or purge did to a copy) is not a copy: it is
+		// never shown, counted, replayed or purged.
+		if h := msg.Headers(); !dlq.IsMark(h) {
+			e := newEntry(seq, msg.Subject(), h, msg.Data())
+			if f.match(e) {
+				selected++
+				err := fn(e)
+				if errors.Is(err, errEnd) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if f.Limit > 0 && selected >= f.Limit {
+					return nil
+				}
 			}
 		}
 		if so.progress != nil {

@@ -14,7 +14,8 @@ import (
 )
 
 // Show writes one copy in full: its subject, every header (sorted, one line
-// per value) and the payload (base64 when it is not valid UTF-8).
+// per value) and the payload (base64 when it is not valid UTF-8). A mark is
+// written the same way, under a line that says it is one.
 func (o *Ops) Show(ctx context.Context, seq uint64) error {
 	st, err := o.dlqStream(ctx)
 	if err != nil {
@@ -29,6 +30,9 @@ func (o *Ops) Show(ctx context.Context, seq uint64) error {
 	}
 	w := o.out()
 	fmt.Fprintf(w, "seq %d in %s, subject %s\n\n", m.Sequence, o.Stream, m.Subject)
+	if mk, ok := dlq.ParseMark(m.Header); ok {
+		fmt.Fprintf(w, "a mark, not a dead-lettered read: the copy at seq %d was %s\n\n", mk.CopySequence, mk.Kind)
+	}
 	keys := make([]string, 0, len(m.Header))
 	for k := range m.Header {
 		keys = append(keys, k)
@@ -39,7 +43,7 @@ func (o *Ops) Show(ctx context.Context, seq uint64) error {
 			fmt.Fprintf(w, "%s: %s\n", k, v)
 		}
 	}
-	if e := newEntry(m.Sequence, m.Header, nil); e.Truncated() {
+	if e := newEntry(m.Sequence, m.Subject, m.Header, nil); e.Truncated() {
 		fmt.Fprintf(w, "\npayload truncated to fit the dead-letter stream: %d of %s bytes; the full read is in stream %s at sequence %s (consumer dlq replay uses it)\n",
 			len(m.Data), m.Header.Get(dlq.HeaderOriginalSize), m.Header.Get(dlq.HeaderStream), m.Header.Get(dlq.HeaderSequence))
 	}
