@@ -8,6 +8,7 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"syscall"
@@ -269,3 +270,37 @@ func FuzzStatus(f *testing.F) {
 
 // binaryPermanent is the binary's default list of permanent statuses.
 var binaryPermanent = config.Default().Downstream.PermanentStatuses
+
+// The engine's "already billed" (docs/CONTRACT.md): a 409 with
+// Already-Billed: true is a success, even where 409 is configured
+// permanent; any other 409 is classified by its status.
+func TestAlreadyBilledIsASuccess(t *testing.T) {
+	t.Parallel()
+	h, err := classify.NewHTTP([]int{409, 422}, nil)
+	require.NoError(t, err)
+	resp := func(code int, billed string) *http.Response {
+		r := &http.Response{StatusCode: code, Header: http.Header{}}
+		if billed != "" {
+			r.Header.Set(classify.HeaderAlreadyBilled, billed)
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		resp    *http.Response
+		success bool
+	}{
+		{"409, already billed", resp(409, "true"), true},
+		{"409, already billed, any case", resp(409, " TRUE "), true},
+		{"409 without the header: the key is in use", resp(409, ""), false},
+		{"409, the header false", resp(409, "false"), false},
+		{"422 with the header: only a 409 says it", resp(422, "true"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := h.Response(tt.resp)
+			assert.Equal(t, tt.success, err == nil, "%v", err)
+			assert.Equal(t, tt.success, classify.AlreadyBilled(tt.resp))
+		})
+	}
+}

@@ -36,15 +36,34 @@ func NewHTTP(permanent []int, now func() time.Time) (*HTTP, error) {
 	return &HTTP{permanent: set, now: now}, nil
 }
 
-// Response classifies a response by its status: nil for 2xx, otherwise an
-// *Error whose Class follows the permanent set and whose RetryAfter comes from
-// the Retry-After header of a transient response.
+// HeaderAlreadyBilled is how a rate engine that answers a repeated
+// idempotency key with 409 Conflict says the key's first request was
+// billed (docs/CONTRACT.md): "true" makes the 409 a success.
+const HeaderAlreadyBilled = "Already-Billed"
+
+// Response classifies a response by its status: nil for 2xx, and for a 409
+// whose Already-Billed header is "true" (the engine billed this key
+// before: a delivery whose ack was lost); otherwise an *Error whose Class
+// follows the permanent set and whose RetryAfter comes from the
+// Retry-After header of a transient response. A 409 without it is the
+// engine's "this key is in use" (its first request still in progress, as
+// the IETF idempotency-key draft has it): classified by its status, as any
+// other.
 func (h *HTTP) Response(resp *http.Response) error {
+	if AlreadyBilled(resp) {
+		return nil
+	}
 	err := h.Status(resp.StatusCode, resp.Header.Get("Retry-After"))
 	if e, ok := err.(*Error); ok && e.Cause == CauseRedirect {
 		e.Err = &StatusError{Code: resp.StatusCode, Location: redactLocation(resp.Header.Get("Location"))}
 	}
 	return err
+}
+
+// AlreadyBilled reports whether resp is the engine's "already billed": 409
+// Conflict with Already-Billed: true.
+func AlreadyBilled(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusConflict && strings.EqualFold(strings.TrimSpace(resp.Header.Get(HeaderAlreadyBilled)), "true")
 }
 
 // redactLocation keeps the scheme, host and path of a redirect target: a

@@ -73,8 +73,9 @@ type Options struct {
 	Sink downstream.Sink
 	// SinkTimeout, when set, is the bound the sink puts on each of its
 	// calls itself (the HTTP sink's client timeout). No longer than
-	// HandlerTimeout, it spares deliver a deadline of its own per call;
-	// 0: deliver bounds each call by the delivery's deadline.
+	// HandlerTimeout less SettleReserve, it spares deliver a deadline of
+	// its own per call; 0: deliver bounds each call by the delivery's
+	// deadline less the reserve.
 	SinkTimeout time.Duration
 	DeadLetter  DeadLetterer
 	Metrics     *Metrics
@@ -161,7 +162,7 @@ func New(o Options) (*Consumer, error) {
 	if c.records == nil {
 		c.records = noRecords{}
 	}
-	c.sinkBounded = o.SinkTimeout > 0 && o.SinkTimeout <= o.HandlerTimeout
+	c.sinkBounded = o.SinkTimeout > 0 && o.SinkTimeout <= o.HandlerTimeout-SettleReserve(o.HandlerTimeout)
 	eo := engine.Options{}
 	if o.Engine != nil {
 		eo = *o.Engine

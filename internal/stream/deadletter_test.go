@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
@@ -258,4 +259,82 @@ func (l lostAck) Publish(ctx context.Context, e dlq.Entry) error {
 		return err
 	}
 	return fmt.Errorf("%w: the ack was lost", dlq.ErrPublish)
+}
+
+// A call that takes all the time it may (the engine never answers) still
+// leaves its read settled with its real cause: the handler timeout keeps
+// a reserve (SettleReserve) for the record and the copy, so the read is
+// dead-lettered "exhausted" by the timeout at its last attempt, on that
+// delivery, not "unsettled" at the next.
+func TestACallThatSpendsItsWholeTimeoutIsSettledWithItsCause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.re.setDelay(func(int, string) time.Duration { return 5 * time.Second })
+	o := e.options(15)
+	o.Policy.MaxAttempts = 1
+	o.HandlerTimeout = 600 * time.Millisecond
+	e.start(o)
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	e.settled(10 * time.Second)
+
+	require.Len(t, e.re.Calls(key1), 1)
+	dl := e.deadLetters()
+	require.Len(t, dl, 1)
+	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))
+	assert.Equal(t, "timeout", dl[0].Header.Get("Dlq-Cause"), "its real cause")
+	assert.Equal(t, "1", dl[0].Header.Get("Dlq-Deliveries"), "settled on the delivery whose call timed out")
+	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letter_publish_errors_total")))
+}
+
+// A read billed whose ack was lost comes back; an engine that answers its
+// repeated key with 409 Conflict and Already-Billed: true (docs/CONTRACT.md)
+// has billed it: the read is acked, not dead-lettered, even where 409 is a
+// permanent status. A 409 without the header (the key in use) is a failure.
+func TestAlreadyBilledIsAcked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(n int, key string) (int, http.Header) {
+		switch {
+		case key == key1 && n == 1:
+			return http.StatusOK, nil // billed; the ack is lost below
+		case key == key1:
+			return http.StatusConflict, http.Header{"Already-Billed": {"true"}}
+		}
+		return http.StatusConflict, nil
+	})
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	// The first delivery is billed but never acked (a crash after the call).
+	batch, err := e.cons.Fetch(1, jetstreamFetchWait())
+	require.NoError(t, err)
+	for m := range batch.Messages() {
+		rd, err := meter.Decode(m.Data())
+		require.NoError(t, err)
+		sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: e.re.srv.URL, Timeout: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, sink.Deliver(t.Context(), rd))
+		require.NoError(t, m.Nak()) // delivered again at once, as after the ack wait
+	}
+	o := e.options(16)
+	o.Sink = mustSink(t, e, []int{409, 422})
+	e.start(o)
+	e.publish("meter.reads.north", read("MTR-2", 2), nil)
+	e.settled(10 * time.Second)
+
+	calls := e.re.Calls(key1)
+	require.Len(t, calls, 2)
+	assert.Equal(t, http.StatusConflict, calls[1].Status)
+	dl := e.deadLetters()
+	require.Len(t, dl, 1, "only the read whose 409 does not say it was billed")
+	assert.Contains(t, string(dl[0].Data), `"MTR-2"`)
+	assert.Equal(t, "permanent", dl[0].Header.Get("Dlq-Reason"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_messages_total", "outcome", "ack")))
+}
+
+// mustSink is an HTTP sink of e's engine with the given permanent statuses.
+func mustSink(t *testing.T, e *env, permanent []int) downstream.Sink {
+	t.Helper()
+	cl, err := classify.NewHTTP(permanent, nil)
+	require.NoError(t, err)
+	sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: cl, URL: e.re.srv.URL, Timeout: time.Second, Concurrency: 8})
+	require.NoError(t, err)
+	return sink
 }

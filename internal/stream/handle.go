@@ -251,14 +251,24 @@ func (c *Consumer) uncharged(ctx context.Context, d *delivery, v verdict) {
 	}
 }
 
-// deliver calls the sink within the delivery's deadline; a panic becomes a
-// transient failure of this read. When the sink bounds each call itself
-// within the handler timeout (Options.SinkTimeout), no timer of our own is
-// needed.
+// SettleReserve is the part of the handler timeout a call may not use: what
+// settling the read needs after it (the record of a failed call, the
+// decision and the dead-letter copy), so that a call that takes all it may
+// still leaves its read settled with its real cause, not "unsettled" at
+// its next delivery. A sixth of the handler timeout (1s of the default 6s,
+// as the default downstream timeout leaves), at least 100ms, at most half.
+func SettleReserve(handlerTimeout time.Duration) time.Duration {
+	return min(max(handlerTimeout/6, 100*time.Millisecond), handlerTimeout/2)
+}
+
+// deliver calls the sink within the delivery's deadline less SettleReserve;
+// a panic becomes a transient failure of this read. When the sink bounds
+// each call itself within that (Options.SinkTimeout), no timer of our own
+// is needed.
 func (c *Consumer) deliver(ctx context.Context, d *delivery) (err error) {
 	if !c.sinkBounded {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.deadline)
+		ctx, cancel = context.WithDeadline(ctx, d.deadline.Add(-SettleReserve(c.o.HandlerTimeout)))
 		defer cancel()
 	}
 	defer func() {

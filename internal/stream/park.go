@@ -26,6 +26,10 @@ type park struct {
 	// follower); wakeWorker wakes an idle worker when a read is parked,
 	// and again while parked reads remain after one is taken.
 	parked, taken, wakeWorker chan struct{}
+	// released is the hand-back of release, once it ran: a read parked
+	// after it (a drain that outlived the stop) is handed back at once,
+	// not left where nothing keeps it alive or takes it.
+	released func(jetstream.Msg, error)
 }
 
 func newPark(keep *keepAlive) *park {
@@ -40,6 +44,11 @@ func (p *park) len() int { return int(p.n.Load()) }
 func (p *park) add(msg jetstream.Msg) {
 	w := &waiting{msg: msg, due: never}
 	p.mu.Lock()
+	if handBack := p.released; handBack != nil {
+		p.mu.Unlock()
+		handBack(msg, errParkedAtStop)
+		return
+	}
 	p.byMsg[msg] = p.order.PushBack(w)
 	p.n.Add(1)
 	p.keep.add(w) // under the park's lock: a take always finds it kept alive
@@ -97,15 +106,16 @@ func (p *park) unpark(e *list.Element) *waiting {
 
 // release hands every parked read back to the server through handBack,
 // for a stop (it was never delivered downstream: no attempt is charged);
-// it returns how many.
+// it returns how many. A read parked after it is handed back at once.
 func (p *park) release(handBack func(jetstream.Msg, error)) int {
 	p.mu.Lock()
+	p.released = handBack
 	var parked []jetstream.Msg
 	for e := p.order.Front(); e != nil; e = p.order.Front() {
 		parked = append(parked, p.unpark(e).msg)
 	}
 	p.mu.Unlock()
-	// Each hand-back writes a record before its NAK: a few at a time.
+	// Each hand-back may look a record up before its NAK: a few at a time.
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for _, m := range parked {

@@ -99,3 +99,25 @@ func TestParkReleaseHandsEveryReadBack(t *testing.T) {
 	assert.Zero(t, p.len())
 	assert.Zero(t, keep.size())
 }
+
+// A read parked after the park was released (a drain that outlived the
+// stop and its grace) is handed back at once, not left parked where
+// nothing keeps it alive or takes it.
+func TestAReadParkedAfterReleaseIsHandedBack(t *testing.T) {
+	t.Parallel()
+	keep := testKeepAlive(time.Now)
+	p := newPark(keep)
+	p.add(newFakeMsg(goodRead, 1))
+	var handed []jetstream.Msg
+	hb := func(m jetstream.Msg, why error) {
+		assert.ErrorIs(t, why, errStopping)
+		handed = append(handed, m)
+	}
+	require.Equal(t, 1, p.release(hb))
+	late := newFakeMsg(goodRead, 1)
+	p.add(late)
+	require.Len(t, handed, 2)
+	assert.Same(t, late, handed[1])
+	assert.Zero(t, p.len())
+	assert.Zero(t, keep.size())
+}
