@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	consumer "github.com/meterline/meter-consumer/cmd/consumer"
 )
 
 func TestHelpAndSubcommands(t *testing.T) {
@@ -34,8 +37,11 @@ func TestHelpAndSubcommands(t *testing.T) {
 		{"dlq show --help", []string{"dlq", "show", "--help"}, 0, []string{"usage: consumer dlq show SEQ [flags]", "--nats-url"}, nil},
 		{"dlq stats -h", []string{"dlq", "stats", "-h"}, 0, []string{"usage: consumer dlq stats [flags]", "--json", "--reason"}, nil},
 		{"dlq replay --help", []string{"dlq", "replay", "--help"}, 0,
-			[]string{"usage: consumer dlq replay [flags]", "--rate float", "(default 10)", "--max-replays int", "(default 3)", "--dry-run"}, nil},
-		{"dlq purge --help", []string{"dlq", "purge", "--help"}, 0, []string{"usage: consumer dlq purge [flags]", "--yes"}, nil},
+			[]string{"usage: consumer dlq replay [flags]", "--rate float", "(default 10)", "--max-replays int", "(default 3)", "--dry-run",
+				"--by string", "who is acting, recorded on the marks the audit reads (default unknown)"}, nil},
+		{"dlq purge --help", []string{"dlq", "purge", "--help"}, 0, []string{"usage: consumer dlq purge [flags]", "--yes",
+			"--by string", "who is acting, recorded on the marks the audit reads (default unknown)",
+			"--why string", "why the copies are purged, recorded on their marks\n"}, nil},
 		{"version --help", []string{"version", "--help"}, 0, []string{"usage: consumer version"}, nil},
 		{"config --help", []string{"config", "--help"}, 0, []string{"usage: consumer config [flags]", "Secrets are redacted"}, nil},
 		{"--help lists config", []string{"--help"}, 0, []string{"consumer config [flags]"}, nil},
@@ -67,7 +73,7 @@ func TestHelpAndSubcommands(t *testing.T) {
 }
 
 // A subcommand's help lists its own flags only: list takes no --yes, purge
-// no --rate, show no filter.
+// no --rate, show no filter, replay no --why.
 func TestSubcommandHelpShowsItsOwnFlags(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -75,10 +81,11 @@ func TestSubcommandHelpShowsItsOwnFlags(t *testing.T) {
 		want    []string
 		wantNot []string
 	}{
-		{"list", []string{"--json", "--limit"}, []string{"--yes", "--rate", "--dry-run"}},
-		{"show", nil, []string{"--reason", "--json", "--yes", "--rate"}},
-		{"replay", []string{"--rate", "--dry-run"}, []string{"--yes", "--json"}},
-		{"purge", []string{"--yes", "--since"}, []string{"--rate", "--json"}},
+		{"list", []string{"--json", "--limit"}, []string{"--yes", "--rate", "--dry-run", "--by", "--why"}},
+		{"show", nil, []string{"--reason", "--json", "--yes", "--rate", "--by", "--why"}},
+		{"stats", []string{"--json", "--reason"}, []string{"--yes", "--rate", "--by", "--why"}},
+		{"replay", []string{"--rate", "--dry-run", "--by"}, []string{"--yes", "--json", "--why"}},
+		{"purge", []string{"--yes", "--since", "--by", "--why"}, []string{"--rate", "--json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.sub, func(t *testing.T) {
@@ -91,6 +98,27 @@ func TestSubcommandHelpShowsItsOwnFlags(t *testing.T) {
 				assert.NotContains(t, out, w+" ")
 			}
 		})
+	}
+}
+
+// --by defaults to the environment's USER, else LOGNAME, else unknown.
+func TestByDefaultsToTheUser(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"USER": "alice", "LOGNAME": "al"}, "alice"},
+		{map[string]string{"LOGNAME": "al"}, "al"},
+		{nil, "unknown"},
+	}
+	for _, tt := range tests {
+		for _, sub := range []string{"replay", "purge"} {
+			var out, errOut bytes.Buffer
+			code := consumer.Run([]string{"dlq", sub, "--help"}, func(k string) string { return tt.env[k] }, strings.NewReader(""), &out, &errOut)
+			require.Equal(t, 0, code, errOut.String())
+			assert.Contains(t, out.String(), "recorded on the marks the audit reads (default "+tt.want+")\n", "%s %v", sub, tt.env)
+		}
 	}
 }
 

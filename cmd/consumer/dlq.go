@@ -34,14 +34,16 @@ type dlqCommand struct {
 	json                bool // --json
 	replay              bool // --dry-run --rate --max-replays
 	yes                 bool // --yes
+	by                  bool // --by
+	why                 bool // --why
 }
 
 var dlqCommands = []dlqCommand{
 	{name: "list", summary: "dead-lettered reads, in sequence order", filters: true, json: true},
 	{name: "show", args: " SEQ", summary: "one read in full: every header and the payload"},
 	{name: "stats", summary: "counts by reason and cause, oldest and newest", filters: true, json: true},
-	{name: "replay", summary: "republish the selection to the original subjects, then delete the copies", filters: true, replay: true},
-	{name: "purge", summary: "delete the selection; asks for confirmation unless --yes", filters: true, yes: true},
+	{name: "replay", summary: "republish the selection to the original subjects, then delete the copies", filters: true, replay: true, by: true},
+	{name: "purge", summary: "delete the selection; asks for confirmation unless --yes", filters: true, yes: true, by: true, why: true},
 }
 
 // dlqConnFlags are the configuration flags a dlq subcommand uses; it
@@ -84,13 +86,14 @@ func dlqCommandUsage(w io.Writer, c dlqCommand, fs *flag.FlagSet, own []string) 
 // dlqArgs are the values of a subcommand's own flags.
 type dlqArgs struct {
 	reason, cause, subject, meter, since, until string
+	by, why                                     string
 	limit, maxReplays                           int
 	json, dryRun, yes                           bool
 	rate                                        float64
 }
 
-// define adds c's flags to fs.
-func (a *dlqArgs) define(fs *flag.FlagSet, c dlqCommand) {
+// define adds c's flags to fs; getenv gives --by its default.
+func (a *dlqArgs) define(fs *flag.FlagSet, c dlqCommand, getenv func(string) string) {
 	if c.filters {
 		fs.StringVar(&a.reason, "reason", "", "why the read was dead-lettered: "+strings.Join(reasons(), " or "))
 		fs.StringVar(&a.cause, "cause", "", "the cause, e.g. http_422 or invalid_payload")
@@ -111,6 +114,26 @@ func (a *dlqArgs) define(fs *flag.FlagSet, c dlqCommand) {
 	if c.yes {
 		fs.BoolVar(&a.yes, "yes", false, "do not ask for confirmation")
 	}
+	if c.by {
+		fs.StringVar(&a.by, "by", actor(getenv), "who is acting, recorded on the marks the audit reads")
+	}
+	if c.why {
+		fs.StringVar(&a.why, "why", "", "why the copies are purged, recorded on their marks")
+	}
+}
+
+// actor is the default of --by: the environment's USER, else LOGNAME, else
+// dlqops.UnknownActor.
+func actor(getenv func(string) string) string {
+	if getenv == nil {
+		return dlqops.UnknownActor
+	}
+	for _, k := range []string{"USER", "LOGNAME"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	return dlqops.UnknownActor
 }
 
 func reasons() []string {
@@ -176,7 +199,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	fs := flag.NewFlagSet("consumer dlq "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var a dlqArgs
-	a.define(fs, cmd)
+	a.define(fs, cmd, getenv)
 	own := flagNames(fs)
 	cfg, rest, err := config.LoadTool(fs, flags, getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -229,7 +252,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	ops := &dlqops.Ops{JS: js, Stream: cfg.DLQ.Stream, SourceStream: cfg.Stream.Name, Out: stdout, Terminal: isTerminal(stdout)}
+	ops := &dlqops.Ops{JS: js, Stream: cfg.DLQ.Stream, SourceStream: cfg.Stream.Name, Out: stdout, Terminal: isTerminal(stdout), Actor: a.by}
 
 	switch sub {
 	case "list":
@@ -254,7 +277,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 			return strings.TrimSpace(line) == "yes"
 		}
 		var n int
-		n, err = ops.Purge(ctx, f, "", confirm)
+		n, err = ops.Purge(ctx, f, a.why, confirm)
 		if err == nil {
 			fmt.Fprintf(stdout, "deleted %d\n", n)
 		}

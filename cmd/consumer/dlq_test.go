@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	consumer "github.com/meterline/meter-consumer/cmd/consumer"
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
@@ -104,7 +105,7 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 
 	// The rate table is fixed; replay the r0 subset.
 	fixed.Store(true)
-	out, stderr, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0", "--rate", "100")
+	out, stderr, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0", "--rate", "100", "--by", "ops-alice")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "replayed 2")
 	require.Eventually(t, func() bool {
@@ -112,7 +113,48 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 		defer mu.Unlock()
 		return billed["MTR-0@2026-11-30T07:00:00Z"] == 1 && billed["MTR-2@2026-11-30T07:00:00Z"] == 1
 	}, 20*time.Second, 20*time.Millisecond, "the consumer delivers the replayed reads")
-	assert.Equal(t, uint64(2), dlqCount(), "the replayed copies are gone, the others stay")
+	assert.Equal(t, uint64(4), dlqCount(), "the replayed copies are gone, the others stay, and a mark for each replayed one")
+	st, err := js.Stream(t.Context(), "METER_READS_DLQ")
+	require.NoError(t, err)
+	var marks []dlq.Mark
+	for seq := uint64(1); seq <= st.CachedInfo().State.LastSeq; seq++ {
+		if m, err := st.GetMsg(t.Context(), seq); err == nil {
+			if mk, ok := dlq.ParseMark(m.Header); ok {
+				assert.Equal(t, "meter.dlq._mark.meter.reads.r0", m.Subject)
+				marks = append(marks, mk)
+			}
+		}
+	}
+	require.Len(t, marks, 2)
+	for _, mk := range marks {
+		assert.Equal(t, dlq.MarkReplayed, mk.Kind)
+		assert.Equal(t, "ops-alice", mk.By, "--by")
+		assert.Positive(t, mk.ReplayedAs)
+	}
+	out, stderr, code = runTool(t, "dlq", "stats", "--nats-url", s.ClientURL())
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "2 dead-lettered reads in METER_READS_DLQ", "the marks are not counted")
+
+	// The others are purged, each marked with who and why.
+	out, stderr, code = runTool(t, "dlq", "purge", "--nats-url", s.ClientURL(), "--yes", "--by", "ops-bob", "--why", "resent by the head-end")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "deleted 2 dead-lettered reads from METER_READS_DLQ")
+	st, err = js.Stream(t.Context(), "METER_READS_DLQ")
+	require.NoError(t, err)
+	var purged int
+	for seq := uint64(1); seq <= st.CachedInfo().State.LastSeq; seq++ {
+		if m, err := st.GetMsg(t.Context(), seq); err == nil {
+			mk, ok := dlq.ParseMark(m.Header)
+			require.True(t, ok, "seq %d is a copy", seq)
+			if mk.Kind == dlq.MarkPurged {
+				purged++
+				assert.Equal(t, "meter.reads.r1", mk.Subject)
+				assert.Equal(t, "ops-bob", mk.By, "--by")
+				assert.Equal(t, "resent by the head-end", mk.Why, "--why")
+			}
+		}
+	}
+	assert.Equal(t, 2, purged)
 
 	// Running the same replay again replays nothing.
 	out, _, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0")
