@@ -119,7 +119,7 @@ func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
 	slowKey := "MTR-2@2026-11-30T06:02:00Z"
 	e.re.setDelay(func(n int, key string) time.Duration {
 		if key == slowKey {
-			return 1700 * time.Millisecond // keeps the stop busy past the ack wait
+			return 1400 * time.Millisecond // keeps the stop busy past the ack wait, within the call's share of the handler timeout
 		}
 		return 0
 	})
@@ -128,10 +128,10 @@ func TestHeldReadsStayAliveThroughALongStop(t *testing.T) {
 	stopA := e.start(o)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	require.Eventually(t, func() bool { return len(e.re.Calls(key1)) == 1 }, 5*time.Second, time.Millisecond)
-	// The slow read starts half an ack wait later, so the stop it holds up
-	// ends past the ack wait counted from the held read's last sign of life
-	// (a timeline, not a wait for a condition).
-	time.Sleep(500 * time.Millisecond)
+	// The slow read starts 0.8s later, so the stop it holds up ends past
+	// the ack wait counted from the held read's last sign of life (a
+	// timeline, not a wait for a condition).
+	time.Sleep(800 * time.Millisecond)
 	e.publish("meter.reads.north", read("MTR-2", 2), nil)
 	require.Eventually(t, func() bool { return len(e.re.Calls(slowKey)) == 1 }, 5*time.Second, time.Millisecond)
 
