@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
@@ -251,20 +252,43 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 // copySeqs maps each dead-letter copy's Dlq-Sequence to its sequence in the
-// dead-letter stream.
+// dead-letter stream; marks are not copies.
 func (w *permWorld) copySeqs(t *testing.T) map[uint64]uint64 {
+	t.Helper()
+	out := map[uint64]uint64{}
+	for _, m := range w.dlqMsgs(t) {
+		if dlq.IsMark(m.Header) {
+			continue
+		}
+		if src, err := strconv.ParseUint(m.Header.Get("Dlq-Sequence"), 10, 64); err == nil {
+			out[src] = m.Sequence
+		}
+	}
+	return out
+}
+
+// marks returns the marks stored in the dead-letter stream, in order.
+func (w *permWorld) marks(t *testing.T) []dlq.Mark {
+	t.Helper()
+	var out []dlq.Mark
+	for _, m := range w.dlqMsgs(t) {
+		if mk, ok := dlq.ParseMark(m.Header); ok {
+			out = append(out, mk)
+		}
+	}
+	return out
+}
+
+// dlqMsgs returns the messages of the dead-letter stream, in order.
+func (w *permWorld) dlqMsgs(t *testing.T) []*jetstream.RawStreamMsg {
 	t.Helper()
 	st, err := w.js.Stream(t.Context(), "METER_READS_DLQ")
 	require.NoError(t, err)
 	info := st.CachedInfo()
-	out := map[uint64]uint64{}
+	var out []*jetstream.RawStreamMsg
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := st.GetMsg(t.Context(), seq)
-		if err != nil {
-			continue
-		}
-		if src, err := strconv.ParseUint(m.Header.Get("Dlq-Sequence"), 10, 64); err == nil {
-			out[src] = seq
+		if m, err := st.GetMsg(t.Context(), seq); err == nil {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -435,8 +459,9 @@ func TestDocumentedPermissions(t *testing.T) {
 	out, errOut, code = w.runDLQ(t, dlqReader, "replay", "--dry-run")
 	assert.Zero(t, code, errOut)
 	assert.Contains(t, out, "would replay 2")
-	// ... and cannot replay or purge. Each waits for its refused request's
-	// timeout (5s): run them while the rest goes on.
+	// ... and cannot replay or purge (the purge is refused its first mark,
+	// before any delete). Each waits for its refused request's timeout (5s,
+	// 10s for a mark): run them while the rest goes on.
 	type result struct {
 		out, errOut string
 		code        int
@@ -447,7 +472,7 @@ func TestDocumentedPermissions(t *testing.T) {
 		refusedReplay.out, refusedReplay.errOut, refusedReplay.code = w.runDLQ(t, dlqReader, "replay")
 	})
 	readerDone.Go(func() {
-		refusedPurge.out, refusedPurge.errOut, refusedPurge.code = w.runDLQ(t, dlqReader, "purge", "--yes")
+		refusedPurge.out, refusedPurge.errOut, refusedPurge.code = w.runDLQ(t, dlqReader, "purge", "--cause", "invalid_payload", "--yes")
 	})
 
 	// A stop with a read in flight hands it back, uncharged: an attempt is
@@ -489,15 +514,17 @@ func TestDocumentedPermissions(t *testing.T) {
 	assert.Contains(t, refusedReplay.errOut, "(NATS refused a permission: ", "the failure says why")
 	assert.Contains(t, refusedReplay.errOut, "; see docs/OPERATIONS.md, NATS permissions)", "the failure points at the permissions")
 	assert.NotZero(t, refusedPurge.code, "the read-only operator purged:\n%s%s", refusedPurge.out, refusedPurge.errOut)
-	assert.Contains(t, refusedPurge.errOut, `Permissions Violation for Publish to \"$JS.API.STREAM.MSG.DELETE.METER_READS_DLQ\"`)
+	assert.Contains(t, refusedPurge.errOut, `Permissions Violation for Publish to \"meter.dlq._mark.meter.reads.INV\"`)
 	require.Len(t, w.copySeqs(t), 2, "the read-only operator changed the dead-letter stream")
+	require.Empty(t, w.marks(t), "the read-only operator marked a copy")
 
 	// The operator sees a copy, replays the refused read (it reaches the rate
-	// engine and is acked) and purges the one that is not a read.
+	// engine and is acked) and purges the one that is not a read; each copy
+	// leaves a mark, which the audit reads.
 	out, errOut, code = w.runDLQ(t, dlqOperator, "show", strconv.FormatUint(copies[5], 10))
 	assert.Zero(t, code, errOut)
 	assert.Contains(t, out, "Dlq-Sequence: 5")
-	out, errOut, code = w.runDLQ(t, dlqOperator, "replay", "--cause", "http_422")
+	out, errOut, code = w.runDLQ(t, dlqOperator, "replay", "--cause", "http_422", "--by", "ops-alice")
 	assert.Zero(t, code, errOut)
 	assert.Contains(t, out, "replayed 1, skipped as duplicate 0, skipped at max replays 0, failed 0")
 	require.Eventually(t, func() bool {
@@ -510,10 +537,22 @@ func TestDocumentedPermissions(t *testing.T) {
 	replayed, err := src.GetMsg(t.Context(), 7)
 	require.NoError(t, err)
 	assert.Equal(t, badBody, replayed.Data, "the replay is the full read, not its truncated copy")
-	out, errOut, code = w.runDLQ(t, dlqOperator, "purge", "--cause", "invalid_payload", "--yes")
+	out, errOut, code = w.runDLQ(t, dlqOperator, "purge", "--cause", "invalid_payload", "--yes", "--by", "ops-bob", "--why", "not a read")
 	assert.Zero(t, code, errOut)
 	assert.Contains(t, out, "deleted 1 dead-lettered reads from METER_READS_DLQ")
 	assert.Empty(t, w.copySeqs(t))
+	marks := w.marks(t)
+	require.Len(t, marks, 2, "a mark per copy replayed or purged")
+	for i, want := range []dlq.Mark{
+		{Kind: dlq.MarkReplayed, Stream: "METER_READS", Sequence: 4, Subject: "meter.reads.BAD", CopySequence: copies[4], ReplayedAs: 7, By: "ops-alice"},
+		{Kind: dlq.MarkPurged, Stream: "METER_READS", Sequence: 5, Subject: "meter.reads.INV", CopySequence: copies[5], By: "ops-bob", Why: "not a read"},
+	} {
+		got := marks[i]
+		assert.False(t, got.PublishedAt.IsZero(), "the read's stream timestamp")
+		assert.False(t, got.At.IsZero())
+		got.PublishedAt, got.At = time.Time{}, time.Time{}
+		assert.Equal(t, want, got)
+	}
 
 	code, _ = c2.Term(10 * time.Second)
 	assert.Zero(t, code)
@@ -532,7 +571,7 @@ func TestDocumentedPermissions(t *testing.T) {
 	}, w.denied.of(serviceUser))
 	assert.Equal(t, []string{
 		"pub $JS.API.STREAM.INFO.METER_READS",
-		"pub $JS.API.STREAM.MSG.DELETE.METER_READS_DLQ",
+		"pub meter.dlq._mark.meter.reads.INV",
 	}, w.denied.of(dlqReader))
 	assert.Empty(t, w.denied.of(dlqOperator))
 	assert.Empty(t, w.denied.of(provisioner))
