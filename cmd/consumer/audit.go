@@ -185,7 +185,9 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	sum := res.Summary
 	attrs := []any{slog.Bool("explained", res.Explained()), slog.Int("findings", res.FindingCount()),
 		slog.String("period", sum.Period), slog.Uint64("reads", sum.Reads), slog.Uint64("billed", sum.Billed),
-		slog.Uint64("dead_lettered", sum.DeadLettered), slog.Uint64("unsettled", sum.Unsettled), slog.Uint64("missing", sum.Missing)}
+		slog.String("billed_basis", sum.BilledBasis), slog.Uint64("acked", sum.Acked),
+		slog.Uint64("dead_lettered", sum.DeadLettered), slog.Uint64("replayed", sum.Replayed), slog.Uint64("purged", sum.Purged),
+		slog.Uint64("unsettled", sum.Unsettled), slog.Uint64("missing", sum.Missing)}
 	var kinds []any
 	for _, k := range audit.Kinds() {
 		if n := sum.Findings[k]; n > 0 {

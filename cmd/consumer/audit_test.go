@@ -75,14 +75,14 @@ func TestAuditOfTheServicesWork(t *testing.T) {
 	assert.Contains(t, out, "every read of the period is explained")
 	assert.Regexp(t, `billed\s+4\s`, out)
 	assert.Regexp(t, `dead-lettered\s+2\s`, out)
-	assert.Contains(t, errOut, `level=INFO msg="consumer audit" explained=true findings=0 period="sequences 1 to 6" reads=6 billed=4 dead_lettered=2 unsettled=0 missing=0`+"\n")
+	assert.Contains(t, errOut, `level=INFO msg="consumer audit" explained=true findings=0 period="sequences 1 to 6" reads=6 billed=4 billed_basis=ledger acked=4 dead_lettered=2 replayed=0 purged=0 unsettled=0 missing=0`+"\n")
 
 	st, err := js.Stream(t.Context(), "METER_READS")
 	require.NoError(t, err)
 	require.NoError(t, st.DeleteMsg(t.Context(), 3))
 	out, errOut, code = runTool(t, append(args, "--json")...)
 	require.Equal(t, 1, code, out+errOut)
-	assert.Contains(t, errOut, `msg="consumer audit" explained=false findings=2 period="sequences 1 to 6" reads=5 billed=3 dead_lettered=2 unsettled=0 missing=1 by_kind.missing=1 by_kind.ledger_key_unknown=1`+"\n")
+	assert.Contains(t, errOut, `msg="consumer audit" explained=false findings=2 period="sequences 1 to 6" reads=5 billed=3 billed_basis=ledger acked=3 dead_lettered=2 replayed=0 purged=0 unsettled=0 missing=1 by_kind.missing=1 by_kind.ledger_key_unknown=1`+"\n")
 	var doc struct {
 		Explained bool
 		Findings  []struct {

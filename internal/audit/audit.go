@@ -53,24 +53,35 @@ const (
 	outBilled byte = iota + 1
 	outDeadLettered
 	outUnsettled
+	outMarked // replayed or purged: its copy is gone, by a person's act
 )
 
 // maxLines bounds the ledger line numbers a finding lists.
 const maxLines = 5
 
-// copyRec is a dead-letter copy selected for the period, as sorted.
+// copyRec is a dead-letter copy, or a mark of one (dlq.Mark: replayed or
+// purged), selected for the period, as sorted.
 type copyRec struct {
 	seq                    uint64
 	published              int64 // Unix ns; 0 when the copy does not say
 	dlqSeq                 uint64
 	reason, cause, subject string
+	// A mark's: its kind ("" for a copy), the copy it stands for, the
+	// replay's sequence, who, when (Unix ns) and why.
+	mark        dlq.MarkKind
+	copySeq, as uint64
+	at          int64
+	by, why     string
 }
 
 func encodeCopy(c copyRec) (key, val []byte) {
 	key = binary.BigEndian.AppendUint64(nil, c.seq)
 	key = binary.BigEndian.AppendUint64(key, uint64(c.published))
 	val = binary.BigEndian.AppendUint64(nil, c.dlqSeq)
-	val = append(val, c.reason+"\x00"+c.cause+"\x00"+c.subject...)
+	val = binary.BigEndian.AppendUint64(val, c.copySeq)
+	val = binary.BigEndian.AppendUint64(val, c.as)
+	val = binary.BigEndian.AppendUint64(val, uint64(c.at))
+	val = append(val, strings.Join([]string{c.reason, c.cause, c.subject, string(c.mark), c.by, c.why}, "\x00")...)
 	return key, val
 }
 
@@ -79,9 +90,12 @@ func decodeCopy(r record) copyRec {
 		seq:       binary.BigEndian.Uint64(r.key),
 		published: int64(binary.BigEndian.Uint64(r.key[8:])),
 		dlqSeq:    binary.BigEndian.Uint64(r.val),
+		copySeq:   binary.BigEndian.Uint64(r.val[8:]),
+		as:        binary.BigEndian.Uint64(r.val[16:]),
+		at:        int64(binary.BigEndian.Uint64(r.val[24:])),
 	}
-	parts := strings.SplitN(string(r.val[8:]), "\x00", 3)
-	c.reason, c.cause, c.subject = parts[0], parts[1], parts[2]
+	parts := strings.SplitN(string(r.val[32:]), "\x00", 6)
+	c.reason, c.cause, c.subject, c.mark, c.by, c.why = parts[0], parts[1], parts[2], dlq.MarkKind(parts[3]), parts[4], parts[5]
 	return c
 }
 
@@ -132,6 +146,10 @@ func (a *Auditor) Run(ctx context.Context, p Period, l *Ledger) (*Result, error)
 	s.FirstSeq, s.LastSeq = si.State.FirstSeq, si.State.LastSeq
 	s.FirstTime, s.LastTime = si.State.FirstTime, si.State.LastTime
 	s.AckFloor = ci.AckFloor.Stream
+	s.BilledBasis = BasisAckFloor
+	if l != nil {
+		s.BilledBasis = BasisLedger
+	}
 	r := &run{a: a, p: p, res: res, srcInfo: si, ackFloor: ci.AckFloor.Stream}
 	if err := r.do(ctx, dst, src, l); err != nil {
 		res.Close()
@@ -162,10 +180,13 @@ func (r *run) do(ctx context.Context, dst, src jetstream.Stream, l *Ledger) erro
 	if err := r.walkSource(ctx, src); err != nil {
 		return err
 	}
-	// Copies left are of reads the walk did not meet.
+	// Copies left are of reads the walk did not meet; marks of such reads
+	// need nothing (the read left the stream after a person's act).
 	for c, ok := r.copies.next(); ok; c, ok = r.copies.next() {
-		if err := r.copyWithoutOriginal(decodeCopy(c), "the stream does not hold that sequence"); err != nil {
-			return err
+		if cr := decodeCopy(c); cr.mark == "" {
+			if err := r.copyWithoutOriginal(cr, "the stream does not hold that sequence"); err != nil {
+				return err
+			}
 		}
 	}
 	if r.copies.err != nil {
@@ -203,10 +224,18 @@ func (r *run) collectCopies(ctx context.Context, dst jetstream.Stream, out *sort
 			}
 			c := copyRec{seq: seq, dlqSeq: md.Sequence.Stream, reason: h.Get(dlq.HeaderReason),
 				cause: h.Get(dlq.HeaderCause), subject: h.Get(dlq.HeaderSubject)}
+			if m, ok := dlq.ParseMark(h); ok {
+				c.mark, c.copySeq, c.as, c.by, c.why = m.Kind, m.CopySequence, m.ReplayedAs, m.By, m.Why
+				if !m.At.IsZero() {
+					c.at = m.At.UnixNano()
+				}
+			}
 			pub, err := time.Parse(time.RFC3339Nano, h.Get(dlq.HeaderPublishedAt))
 			if err == nil && !pub.IsZero() {
 				if pub.Before(created) {
-					s.EarlierCopies++ // of a read of the stream before it was re-created
+					if c.mark == "" {
+						s.EarlierCopies++ // of a read of the stream before it was re-created
+					}
 					return nil
 				}
 				c.published = pub.UnixNano()
@@ -359,7 +388,7 @@ func (r *run) read(seq uint64, at time.Time, subject string, data []byte) error 
 	if rd, err := meter.Decode(data); err == nil {
 		key = rd.IdempotencyKey
 	}
-	var mine []copyRec
+	var mine, marks []copyRec
 	for {
 		c, ok := r.copies.peek()
 		if !ok {
@@ -371,6 +400,11 @@ func (r *run) read(seq uint64, at time.Time, subject string, data []byte) error 
 		}
 		r.copies.next()
 		switch {
+		case cr.mark != "" && (cr.seq < seq || cr.published != 0 && cr.published != at.UnixNano()):
+			// A mark of a read the stream no longer holds: nothing to
+			// account for.
+		case cr.mark != "":
+			marks = append(marks, cr)
 		case cr.seq < seq:
 			if err := r.copyWithoutOriginal(cr, "the stream does not hold that sequence"); err != nil {
 				return err
@@ -388,6 +422,23 @@ func (r *run) read(seq uint64, at time.Time, subject string, data []byte) error 
 	}
 	out := outBilled
 	switch {
+	case len(mine) == 0 && len(marks) > 0:
+		// Its copy was replayed or purged: the last act on it says which.
+		out = outMarked
+		m := marks[len(marks)-1]
+		md := Marked{Seq: seq, Subject: subject, Key: key, Time: at.UTC(), Mark: string(m.mark), DLQSeq: m.copySeq,
+			MarkSeq: m.dlqSeq, ReplayedAs: m.as, By: m.by, Why: m.why}
+		if m.at != 0 {
+			md.At = time.Unix(0, m.at).UTC()
+		}
+		if m.mark == dlq.MarkReplayed {
+			s.Replayed++
+		} else {
+			s.Purged++
+		}
+		if err := r.res.marked(md); err != nil {
+			return err
+		}
 	case len(mine) > 0:
 		out = outDeadLettered
 		s.DeadLettered++
@@ -407,6 +458,7 @@ func (r *run) read(seq uint64, at time.Time, subject string, data []byte) error 
 			}
 		}
 	case seq <= r.ackFloor:
+		s.Acked++
 		s.Billed++
 	default:
 		out = outUnsettled
@@ -493,6 +545,7 @@ func (r *run) matchLedger(l Ledger, mem int) error {
 			at := time.Unix(0, int64(binary.BigEndian.Uint64(kr.val[9:]))).UTC()
 			if out == outBilled && n == 0 {
 				s.Ledger.NotBilled++
+				s.Billed-- // acked, but not billed: the ledger says what billed is
 				if err := r.res.add(Finding{Kind: KindNotInLedger, Seq: seq, Subject: string(kr.val[17:]), Key: string(key), Time: at,
 					Detail: "settled without a dead-letter copy, but the engine's ledger does not have its key: acked without being billed"}); err != nil {
 					return err

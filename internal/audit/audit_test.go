@@ -61,7 +61,9 @@ func TestAuditReportsEachFinding(t *testing.T) {
 			s := res.Summary
 			assert.False(t, res.Explained())
 			assert.Equal(t, uint64(8), s.Reads, "2 3 4 5 8 10 11 12")
-			assert.Equal(t, uint64(5), s.Billed, "2 3 4 8 11")
+			assert.Equal(t, uint64(5), s.Acked, "2 3 4 8 11")
+			assert.Equal(t, uint64(4), s.Billed, "2 4 8 11: 3 is not in the engine's ledger")
+			assert.Equal(t, audit.BasisLedger, s.BilledBasis)
 			assert.Equal(t, uint64(2), s.DeadLettered, "5 10")
 			assert.Equal(t, []audit.ReasonCause{{Reason: "permanent", Cause: "http_422", Count: 2}}, s.ByReasonCause)
 			assert.Equal(t, uint64(1), s.Unsettled)

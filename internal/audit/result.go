@@ -25,14 +25,25 @@ type Summary struct {
 	LastTime  time.Time `json:"last_time,omitzero"`
 	AckFloor  uint64    `json:"ack_floor"`
 
-	Reads           uint64        `json:"reads"` // held by the stream in the period
-	Billed          uint64        `json:"billed"`
-	DeadLettered    uint64        `json:"dead_lettered"`
-	ByReasonCause   []ReasonCause `json:"by_reason_cause"`
-	Unsettled       uint64        `json:"unsettled"`
-	OldestUnsettled *Oldest       `json:"oldest_unsettled,omitempty"`
-	Missing         uint64        `json:"missing"`  // sequences, in the missing ranges
-	AgedOut         uint64        `json:"aged_out"` // sequences before the stream's first
+	Reads uint64 `json:"reads"` // held by the stream in the period
+	// Acked counts the reads settled at or below the ack floor with no
+	// dead-letter copy and no mark: the service acks a read only on the
+	// engine's 2xx. Billed is Acked less those the engine's ledger lacks,
+	// when one is given; without one it is Acked, inferred (BilledBasis).
+	Acked         uint64        `json:"acked"`
+	Billed        uint64        `json:"billed"`
+	BilledBasis   string        `json:"billed_basis"`
+	DeadLettered  uint64        `json:"dead_lettered"`
+	ByReasonCause []ReasonCause `json:"by_reason_cause"`
+	// Replayed and Purged count the reads whose copy a person replayed
+	// (the read lives on as a new read, ReplayedAs in Marked) or purged:
+	// their marks in the dead-letter stream say so. Neither is billed.
+	Replayed        uint64  `json:"replayed"`
+	Purged          uint64  `json:"purged"`
+	Unsettled       uint64  `json:"unsettled"`
+	OldestUnsettled *Oldest `json:"oldest_unsettled,omitempty"`
+	Missing         uint64  `json:"missing"`  // sequences, in the missing ranges
+	AgedOut         uint64  `json:"aged_out"` // sequences before the stream's first
 	// EarlierCopies counts the dead-letter copies of reads stored before
 	// the source stream was (re-)created: not of this stream's reads.
 	EarlierCopies int            `json:"earlier_copies"`
@@ -40,6 +51,34 @@ type Summary struct {
 	Findings      map[Kind]int   `json:"findings"`
 	// Spilled counts the sorted runs the copies took on disk.
 	Spilled int `json:"-"`
+}
+
+// What "billed" rests on (Summary.BilledBasis).
+const (
+	// BasisLedger: the engine's ledger holds the read's key.
+	BasisLedger = "ledger"
+	// BasisAckFloor: inferred from the durable's ack floor: a read at or
+	// below it, with no copy and no mark, was acked, and the service acks
+	// only on a 2xx. The inference assumes the durable delivers every read
+	// of the stream (deliver policy all, a filter covering the stream's
+	// subjects), which the service checks at start.
+	BasisAckFloor = "ack_floor"
+)
+
+// Marked is a read of the period whose copy a person replayed or purged,
+// as the mark left in the dead-letter stream says.
+type Marked struct {
+	Seq        uint64    `json:"seq"`
+	Subject    string    `json:"subject"`
+	Key        string    `json:"key,omitempty"`
+	Time       time.Time `json:"time"`
+	Mark       string    `json:"mark"`                  // replayed or purged
+	DLQSeq     uint64    `json:"dlq_seq"`               // the copy's sequence, before it was deleted
+	MarkSeq    uint64    `json:"mark_seq"`              // the mark's
+	ReplayedAs uint64    `json:"replayed_as,omitempty"` // the replay's sequence in the source stream
+	By         string    `json:"by,omitempty"`
+	At         time.Time `json:"at,omitzero"`
+	Why        string    `json:"why,omitempty"`
 }
 
 // ReasonCause counts the dead-lettered reads of one reason and cause.
@@ -80,6 +119,7 @@ type Result struct {
 	Summary  Summary
 	findings *spill
 	dead     *spill
+	marks    *spill
 }
 
 func newResult(dir string) (*Result, error) {
@@ -92,7 +132,13 @@ func newResult(dir string) (*Result, error) {
 		f.close()
 		return nil, err
 	}
-	r := &Result{findings: f, dead: d}
+	m, err := newSpill(dir, "marked")
+	if err != nil {
+		f.close()
+		d.close()
+		return nil, err
+	}
+	r := &Result{findings: f, dead: d, marks: m}
 	r.Summary.Findings = map[Kind]int{}
 	for _, k := range Kinds() {
 		r.Summary.Findings[k] = 0
@@ -107,6 +153,19 @@ func (r *Result) add(f Finding) error {
 
 func (r *Result) deadLettered(d DeadLettered) error { return r.dead.add(d) }
 
+func (r *Result) marked(m Marked) error { return r.marks.add(m) }
+
+// Marked calls fn with every replayed or purged read, in sequence order.
+func (r *Result) Marked(fn func(Marked) error) error {
+	return r.marks.each(func(b []byte) error {
+		var m Marked
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		return fn(m)
+	})
+}
+
 func (r *Result) finish() error {
 	slices.SortFunc(r.Summary.ByReasonCause, func(a, b ReasonCause) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Cause, b.Cause))
@@ -118,6 +177,7 @@ func (r *Result) finish() error {
 func (r *Result) Close() error {
 	r.findings.close()
 	r.dead.close()
+	r.marks.close()
 	return nil
 }
 
@@ -139,9 +199,10 @@ func (r *Result) Findings(fn func(Finding) error) error {
 	})
 }
 
-// WriteJSON writes the report as one JSON object: "summary", "findings"
-// and "dead_lettered" (every dead-lettered read of the period with its
-// copy's sequence), streamed from the temporary files.
+// WriteJSON writes the report as one JSON object: "summary", "findings",
+// "dead_lettered" (every dead-lettered read of the period with its copy's
+// sequence) and "marked" (every replayed or purged read, with who, when,
+// why and the replay's sequence), streamed from the temporary files.
 func (r *Result) WriteJSON(w io.Writer) error {
 	sum, err := json.Marshal(r.Summary)
 	if err != nil {
@@ -153,6 +214,10 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	}
 	fmt.Fprint(w, `],"dead_lettered":[`)
 	if err := r.rawList(w, r.dead); err != nil {
+		return err
+	}
+	fmt.Fprint(w, `],"marked":[`)
+	if err := r.rawList(w, r.marks); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(w, "]}")
@@ -186,8 +251,16 @@ func (r *Result) WriteText(w io.Writer) error {
 
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "reads in the period\t%d\n", s.Reads)
-	fmt.Fprintf(tw, "billed\t%d\tsettled at or below the ack floor, no dead-letter copy\n", s.Billed)
+	if s.BilledBasis == BasisLedger {
+		fmt.Fprintf(tw, "billed\t%d\tin the engine's ledger (of %d acked: settled at or below the ack floor, no copy, no mark)\n", s.Billed, s.Acked)
+	} else {
+		fmt.Fprintf(tw, "billed\t%d\tinferred: settled at or below the ack floor, no copy, no mark (assumes deliver policy all and a filter covering the stream; give --ledger to check)\n", s.Billed)
+	}
 	fmt.Fprintf(tw, "dead-lettered\t%d\twith a copy in %s\n", s.DeadLettered, s.DLQStream)
+	if s.Replayed > 0 || s.Purged > 0 {
+		fmt.Fprintf(tw, "replayed\t%d\tcopy replayed as a new read (listed below), not billed as this one\n", s.Replayed)
+		fmt.Fprintf(tw, "purged\t%d\tcopy purged by a person (listed below), not billed\n", s.Purged)
+	}
 	unsettled := ""
 	if o := s.OldestUnsettled; o != nil {
 		unsettled = fmt.Sprintf("oldest: seq %d at %s", o.Seq, stamp(o.Time))
@@ -202,7 +275,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	if l := s.Ledger; l != nil {
 		fmt.Fprintf(tw, "engine ledger\t%d\tkeys (%d distinct) in %s\n", l.Entries, l.Keys, l.Name)
-		fmt.Fprintf(tw, "  billed, not in the ledger\t%d\n", l.NotBilled)
+		fmt.Fprintf(tw, "  acked, not in the ledger\t%d\n", l.NotBilled)
 		fmt.Fprintf(tw, "  in the ledger, no read\t%d\n", l.Unknown)
 		fmt.Fprintf(tw, "  in the ledger twice or more\t%d\n", l.Repeated)
 	}
@@ -213,6 +286,22 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw, "\nREASON\tCAUSE\tDEAD-LETTERED")
 		for _, rc := range s.ByReasonCause {
 			fmt.Fprintf(tw, "%s\t%s\t%d\n", orDash(rc.Reason), orDash(rc.Cause), rc.Count)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if r.marks.n > 0 {
+		fmt.Fprintln(tw, "\nSEQ\tMARK\tAS\tBY\tAT\tWHY")
+		if err := r.Marked(func(m Marked) error {
+			as := "-"
+			if m.ReplayedAs > 0 {
+				as = fmt.Sprintf("seq %d", m.ReplayedAs)
+			}
+			_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.Seq, m.Mark, as, orDash(m.By), timeOrDash(m.At), orDash(m.Why))
+			return err
+		}); err != nil {
+			return err
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/audit"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
@@ -279,7 +281,41 @@ func (s *scenario) checkLedger(mayFail func(key string) bool, expectDead int) fi
 	}
 	assert.Equal(w.t, expectDead, f.DeadLettered, "dead-letter copies")
 	assert.Equal(w.t, f.Published, f.Delivered+f.DeadLettered, "every read delivered or dead-lettered")
+	s.auditAgrees(f)
 	return f
+}
+
+// auditAgrees runs the auditor of `consumer audit` over every read of the
+// scenario, with the engine's ledger (every key it answered 2xx), and fails
+// the test when the audit and this suite's own ledger disagree: the audit,
+// the operators' checker, is then tested against every fault the suite
+// injects. Both must find every read explained: billed (in the engine's
+// ledger) or dead-lettered once.
+func (s *scenario) auditAgrees(f figures) {
+	w := s.world
+	w.t.Helper()
+	delivered, _ := s.engine.delivered()
+	var led strings.Builder
+	for k := range delivered {
+		led.WriteString(k + "\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := w.js.Stream(ctx, "METER_READS")
+	require.NoError(w.t, err)
+	a := &audit.Auditor{JS: w.js, Stream: "METER_READS", DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq",
+		Durable: "meter-consumer", TempDir: w.t.TempDir(), IdleWait: 500 * time.Millisecond}
+	res, err := a.Run(ctx, audit.Period{FromSeq: 1, ToSeq: max(st.CachedInfo().State.LastSeq, 1)},
+		&audit.Ledger{Name: "engine", R: strings.NewReader(led.String())})
+	require.NoError(w.t, err, "consumer audit")
+	defer res.Close()
+	var report strings.Builder
+	require.NoError(w.t, res.WriteText(&report))
+	sum := res.Summary
+	assert.True(w.t, res.Explained(), "the audit does not explain every read:\n%s", report.String())
+	assert.Equal(w.t, uint64(f.Published), sum.Reads, "audit: reads\n%s", report.String())
+	assert.Equal(w.t, uint64(f.Delivered), sum.Billed, "audit: billed\n%s", report.String())
+	assert.Equal(w.t, uint64(f.DeadLettered), sum.DeadLettered, "audit: dead-lettered\n%s", report.String())
 }
 
 func (f figures) log(t *testing.T, scenario string) {
