@@ -73,11 +73,11 @@ func (r *Reader) Read(ctx context.Context) error {
 		r.g.deadLetterBytes.Set(float64(dl.State.Bytes))
 		r.g.deadLetterMaxBytes.Set(float64(dl.Config.MaxBytes))
 		r.g.deadLetterMaxAge.Set(dl.Config.MaxAge.Seconds())
-		oldest := time.Duration(0)
-		if dl.State.Msgs > 0 {
-			oldest = max(r.now().Sub(dl.State.FirstTime), 0)
+		if age, err := r.oldestCopy(ctx, dl); err != nil {
+			fail("oldest dead-letter copy", err)
+		} else {
+			r.g.deadLetterOldest.Set(age.Seconds())
 		}
-		r.g.deadLetterOldest.Set(oldest.Seconds())
 	}
 	return errors.Join(errs...)
 }
@@ -111,6 +111,22 @@ func filter(c jetstream.ConsumerConfig) string {
 		return c.FilterSubjects[0]
 	}
 	return ">"
+}
+
+// oldestCopy returns the age of the dead-letter stream's oldest copy (its
+// marks left out: a person cannot work a mark away); 0 when it holds none.
+func (r *Reader) oldestCopy(ctx context.Context, dl *jetstream.StreamInfo) (time.Duration, error) {
+	if dl.State.Msgs == 0 {
+		return 0, nil
+	}
+	msg, err := r.src.OldestCopy(ctx, dl.State.FirstSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil // marks only, or removed since the stream info
+	}
+	if err != nil {
+		return 0, err
+	}
+	return max(r.now().Sub(msg.Time), 0), nil
 }
 
 func boolGauge(b bool) float64 {

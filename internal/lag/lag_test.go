@@ -31,7 +31,8 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 // topology creates METER_READS with cfg's limits, METER_READS_DLQ holding
-// one copy, and the durable (explicit ack, MaxAckPending 500, filter).
+// a mark then a copy, and the durable (explicit ack, MaxAckPending 500,
+// filter).
 func topology(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig, filter string) jetstream.Consumer {
 	t.Helper()
 	cfg.Name, cfg.Subjects = "METER_READS", []string{"meter.reads.>"}
@@ -39,6 +40,9 @@ func topology(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig, 
 	require.NoError(t, err)
 	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"}, MaxBytes: 1 << 30, MaxAge: 30 * 24 * time.Hour})
 	require.NoError(t, err)
+	_, err = js.Publish(t.Context(), "meter.dlq._mark.meter.reads.x", nil) // a mark: not a copy, older
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond) // the copy stored later (a timeline)
 	_, err = js.Publish(t.Context(), "meter.dlq.meter.reads.x", []byte("{}"))
 	require.NoError(t, err)
 	cons, err := js.CreateOrUpdateConsumer(t.Context(), "METER_READS", jetstream.ConsumerConfig{
@@ -134,7 +138,7 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 					float64(ci.NumAckPending) == tt.want["ack_pending_messages"]
 			}, 5*time.Second, 10*time.Millisecond, "the durable's counts")
 			now := time.Now()
-			want := map[string]float64{"max_ack_pending": 500, "dead_letter_stream_messages": 1, "dead_letter_stream_max_bytes": 1 << 30}
+			want := map[string]float64{"max_ack_pending": 500, "dead_letter_stream_messages": 2, "dead_letter_stream_max_bytes": 1 << 30}
 			if tt.oldest > 0 {
 				m, err := s.GetMsg(t.Context(), tt.oldest)
 				require.NoError(t, err)
@@ -150,11 +154,15 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 			require.Positive(t, want["dead_letter_stream_bytes"])
 			want["backlog_read_timestamp_seconds"] = float64(now.UnixMilli()) / 1000
 			want["dead_letter_stream_max_age_seconds"] = dl.CachedInfo().Config.MaxAge.Seconds()
-			want["dead_letter_oldest_age_seconds"] = now.Sub(dl.CachedInfo().State.FirstTime).Seconds()
+			copyMsg, err := dl.GetMsg(t.Context(), 2)
+			require.NoError(t, err)
+			want["dead_letter_oldest_age_seconds"] = now.Sub(copyMsg.Time).Seconds()
+			require.Less(t, want["dead_letter_oldest_age_seconds"], now.Sub(dl.CachedInfo().State.FirstTime).Seconds(), "the mark, older, is left out")
 			require.Positive(t, want["dead_letter_stream_max_age_seconds"], "the copies' retention is read")
 
 			reg := prometheus.NewRegistry()
-			r := lag.New(lag.JetStream{JS: js, Stream: "METER_READS", Durable: "meter-consumer", DLQName: "METER_READS_DLQ"},
+			r := lag.New(lag.JetStream{JS: js, Stream: "METER_READS", Durable: "meter-consumer", DLQName: "METER_READS_DLQ",
+				CopySubjects: []string{"meter.dlq.meter.reads.>"}},
 				reg, time.Minute, retry.NewRand(1), nil)
 			lag.SetNow(r, func() time.Time { return now })
 			require.NoError(t, r.Read(t.Context()))
@@ -200,6 +208,10 @@ func (partial) DeadLetterInfo(context.Context) (*jetstream.StreamInfo, error) {
 	return &jetstream.StreamInfo{State: jetstream.StreamState{Msgs: 2}}, nil
 }
 
+func (partial) OldestCopy(context.Context, uint64) (*jetstream.RawStreamMsg, error) {
+	return nil, jetstream.ErrMsgNotFound
+}
+
 func TestReadRefreshesWhatItCan(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	r := lag.New(partial{}, reg, time.Minute, retry.NewRand(1), nil)
@@ -229,6 +241,10 @@ func (failing) GetMsg(context.Context, uint64, string) (*jetstream.RawStreamMsg,
 }
 
 func (failing) DeadLetterInfo(context.Context) (*jetstream.StreamInfo, error) {
+	return nil, context.DeadlineExceeded
+}
+
+func (failing) OldestCopy(context.Context, uint64) (*jetstream.RawStreamMsg, error) {
 	return nil, context.DeadlineExceeded
 }
 

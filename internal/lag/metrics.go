@@ -42,7 +42,7 @@ func newGauges(reg prometheus.Registerer) gauges {
 		deadLetterBytes:    g("dead_letter_stream_bytes", "Bytes held in the dead-letter stream."),
 		deadLetterMaxBytes: g("dead_letter_stream_max_bytes", "The dead-letter stream's MaxBytes; -1 is unlimited. A full dead-letter stream refuses new copies."),
 		deadLetterMaxAge:   g("dead_letter_stream_max_age_seconds", "The dead-letter stream's MaxAge (an operator's retention); 0 is unlimited. The server deletes a copy at that age, seen or not."),
-		deadLetterOldest:   g("dead_letter_oldest_age_seconds", "Age of the oldest copy held in the dead-letter stream; 0 when it holds none."),
+		deadLetterOldest:   g("dead_letter_oldest_age_seconds", "Age of the oldest copy held in the dead-letter stream (marks of replayed and purged copies left out); 0 when it holds none."),
 		errors: f.NewCounter(prometheus.CounterOpts{Namespace: "meter_consumer", Name: "lag_read_errors_total",
 			Help: "Requests of a backlog reading that failed; the gauges they feed keep their last values."}),
 	}

@@ -2,6 +2,7 @@ package lag
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -15,15 +16,22 @@ type Source interface {
 	// subject (which may hold wildcards), or jetstream.ErrMsgNotFound.
 	GetMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error)
 	DeadLetterInfo(ctx context.Context) (*jetstream.StreamInfo, error)
+	// OldestCopy returns the dead-letter stream's first copy at or after
+	// seq (marks left out: their subjects are not copies'), or
+	// jetstream.ErrMsgNotFound.
+	OldestCopy(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error)
 }
 
 // JetStream reads from a JetStream context by names. It needs the API
 // subjects CONSUMER.INFO of the durable, STREAM.INFO of both streams, and
-// STREAM.MSG.GET of the source stream (DIRECT.GET when the stream allows
-// direct gets).
+// STREAM.MSG.GET of both (DIRECT.GET when a stream allows direct gets).
 type JetStream struct {
 	JS                       jetstream.JetStream
 	Stream, Durable, DLQName string
+	// CopySubjects are the subjects of the dead-letter copies:
+	// <prefix>.<subject> for each of the source stream's subjects
+	// (dlq.Subject). A mark (<prefix>._mark.…) matches none.
+	CopySubjects []string
 }
 
 // ConsumerInfo reads the durable consumer's info.
@@ -60,4 +68,30 @@ func (j JetStream) info(ctx context.Context, name string) (*jetstream.StreamInfo
 		return nil, err
 	}
 	return s.CachedInfo(), nil // fetched by Stream just now
+}
+
+// OldestCopy gets the dead-letter stream's first copy at or after seq: the
+// earliest of the first message on each copy subject.
+func (j JetStream) OldestCopy(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+	s, err := j.JS.Stream(ctx, j.DLQName)
+	if err != nil {
+		return nil, err
+	}
+	var oldest *jetstream.RawStreamMsg
+	for _, subj := range j.CopySubjects {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if oldest == nil || m.Sequence < oldest.Sequence {
+			oldest = m
+		}
+	}
+	if oldest == nil {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return oldest, nil
 }

@@ -193,7 +193,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		}
 		return true, "ok"
 	})
-	up.lag = startLag(ctx, lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream}, reg, rnd, log)
+	up.lag = startLag(ctx, lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream, CopySubjects: copySubjects(topo.DLQPrefix, topo.Subjects)}, reg, rnd, log)
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
 		slog.String("http", httpAddr))
@@ -470,4 +470,14 @@ func BreakerOptions(b config.Breaker) *breaker.Options {
 		Window: b.Window, MinCalls: b.MinCalls, FailureRatio: float64(b.FailurePercent) / 100,
 		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes,
 	}
+}
+
+// copySubjects are the subjects of the dead-letter copies of reads on the
+// source subjects (dlq.Subject of each): a mark matches none.
+func copySubjects(prefix string, subjects []string) []string {
+	out := make([]string, len(subjects))
+	for i, s := range subjects {
+		out[i] = dlq.Subject(prefix, s)
+	}
+	return out
 }

@@ -128,7 +128,7 @@ func TestCrashesAndStopsChargeNoDeliveryWithoutACall(t *testing.T) {
 		o := e.options(seed)
 		o.Policy.MaxAttempts = 2
 		o.Policy.Base, o.Policy.Cap = 5*time.Millisecond, 20*time.Millisecond
-		o.HandlerTimeout = time.Second // a call timing out under load would be a real failure: none here
+		o.HandlerTimeout = time.Second      // a call timing out under load would be a real failure: none here
 		o.Concurrency, o.PullBatch = 16, 64 // pull requests owe this many reads when pulling stops
 		return o
 	}
