@@ -46,6 +46,10 @@ func (noSource) DeadLetterInfo(context.Context) (*jetstream.StreamInfo, error) {
 	return nil, errors.New("not read")
 }
 
+func (noSource) OldestCopy(context.Context, uint64) (*jetstream.RawStreamMsg, error) {
+	return nil, errors.New("not read")
+}
+
 // exportedNames registers the metrics the binary registers (cmd/consumer:
 // the Go and process collectors, build info; internal/service: its own, its state's,
 // the stream metrics and the lag reader's gauges) and returns every series name they expose:
