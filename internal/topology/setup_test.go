@@ -48,8 +48,8 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 		{"max request batch", func(c *jetstream.ConsumerConfig) { c.MaxRequestBatch = 10 },
 			"max_request_batch is 10, below the 32 reads one pull asks for", true,
 			func(t *testing.T, c jetstream.ConsumerConfig) { assert.Equal(t, 32, c.MaxRequestBatch) }},
-		{"max request expires", func(c *jetstream.ConsumerConfig) { c.MaxRequestExpires = 500 * time.Millisecond },
-			"max_request_expires is 500ms, below the 1s a pull waits on the server", true,
+		{"max request expires", func(c *jetstream.ConsumerConfig) { c.MaxRequestExpires = time.Second },
+			"max_request_expires is 1s, below the 5s a pull waits on the server", true,
 			func(t *testing.T, c jetstream.ConsumerConfig) {
 				assert.Equal(t, stream.PullExpiry, c.MaxRequestExpires)
 			}},
