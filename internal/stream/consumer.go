@@ -264,13 +264,21 @@ func AutoPullBatch(concurrency int, handlerTimeout, ackWait time.Duration) int {
 	return max(rounds, 1) * max(concurrency, 1)
 }
 
-// PullExpiry is how long one pull request waits on the server for its
-// batch. A pull ends when its batch is delivered or at its expiry, and a
-// pause waits for the pull in flight to end (so that no read it brings is
-// lost): an idle replica stops within a second, asks once a second, and a
-// pull lost to a leader change or a reconnect is noticed within two
-// (nats.go's own timer, a second past the expiry).
-const PullExpiry = time.Second
+// RefillAt is how few reads may be left in the client buffer (delivered
+// or still owed by the server) before the next pull request asks for the
+// rest of the batch: one read per worker, never more than half the batch
+// (nats.go's own default). Each worker then still has a read in hand while
+// the request is on its way, which takes less than the HTTP call every
+// read costs; and a refill asks for batch-concurrency reads instead of half
+// the batch, so there are fewer pull requests per read for the server to
+// handle (measured in docs/PERFORMANCE.md, the process scenario). The
+// buffer never holds more than the batch, so AutoPullBatch's bound holds.
+func RefillAt(batch, concurrency int) int {
+	return max(min(concurrency, (batch+1)/2), 1)
+}
+
+// PullExpiry is how long one pull request waits on the server.
+const PullExpiry = 5 * time.Second
 
 // ErrConsumeStopped is returned by Run when JetStream ended the
 // subscription on its own (for example, the durable consumer was deleted).
@@ -308,9 +316,16 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 		c.keep.run,
 		func(ctx context.Context) { c.naks.run(ctx, NakInterval) })
 	pool := c.startWorkers(ctx, cut, giveUp)
-	p := newPuller(cons, c.dispatcher(pool, cut, giveUp), c.o.PullBatch, PullExpiry, func(err error) {
-		c.log.Warn("pull", slog.Any("error", err))
-	})
+	p := newPuller(cons, c.dispatcher(pool, cut, giveUp),
+		jetstream.PullMaxMessages(c.o.PullBatch),
+		jetstream.PullThresholdMessages(RefillAt(c.o.PullBatch, c.o.Concurrency)),
+		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
+		// that a lost pull (a consumer leader failover, a reconnect) is
+		// noticed in 5s instead of the default 30s.
+		jetstream.PullExpiry(PullExpiry),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			c.log.Warn("consume", slog.Any("error", err))
+		}))
 	if err := p.resume(); err != nil {
 		pool.stop()
 		background.stop()
@@ -335,12 +350,11 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	defer time.AfterFunc(c.o.ShutdownTimeout+HandBackGrace, giveUpNow).Stop()
 	// 1. Stop following the breaker and the park: pulling is not resumed.
 	following.stop()
-	// 2. Stop pulling: the pull in flight ends (its batch delivered, or
-	//    its expiry), and every read it brought still reaches dispatch,
+	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
 	//    which hands them to the workers (or parks them while the breaker
 	//    is open); once cut has ended, it hands them back.
 	if !p.pause(time.Until(stopBy) + HandBackGrace) {
-		c.log.Warn("shutdown: the pull in flight did not end in time; its reads come back after the ack wait")
+		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
 	// 3. Let the workers finish their reads; past the stop's deadline their
 	//    calls are cut and the reads handed back.

@@ -308,7 +308,7 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Err
 
 // handBack returns a read to the server without charging it an attempt: it
 // made no charged call, and its record counts calls, so nothing needs
-// recording before the NAK, which asks for redelivery after PullExpiry. A record of an earlier version, which counted
+// recording before the NAK. A record of an earlier version, which counted
 // hand-backs instead, is first rewritten to count calls (within ctx: the
 // stop's grace); one that could not be read or written leaves the delivery
 // count to decide. A delivery lost to another replica is left alone.
@@ -319,10 +319,7 @@ func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error
 	if d.rev > 0 && !d.rec.CountsCalls {
 		c.change(ctx, d, func(*Record) {})
 	}
-	// Delayed by a pull's expiry: this replica's last pull may still be open
-	// while it stops, and a read NAKed at once would be delivered to it
-	// again, to be handed back again, until the pull ends.
-	c.settleError("nak", d.msg.NakWithDelay(PullExpiry))
+	c.settleError("nak", d.msg.Nak())
 	c.m.handBacks.Inc()
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
 	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, c.attrs(d, ce, 0))

@@ -82,3 +82,19 @@ func TestAutoPullBatch(t *testing.T) {
 		assert.Equal(t, tt.want, stream.AutoPullBatch(tt.concurrency, tt.handler, tt.ackWait), "%+v", tt)
 	}
 }
+
+func TestRefillAt(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ batch, concurrency, want int }{
+		{128, 32, 32}, // the binary's defaults: a refill asks for 96 or more
+		{64, 32, 32},  // half the batch: nats.go's own default
+		{32, 32, 16},
+		{33, 32, 17},
+		{16, 4, 4},
+		{1, 1, 1},
+		{4, 1, 1},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, stream.RefillAt(tt.batch, tt.concurrency), "%+v", tt)
+	}
+}
