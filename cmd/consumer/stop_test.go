@@ -34,6 +34,11 @@ func TestAStopWithAFullParkEndsWithinMaxStop(t *testing.T) {
 		Answer: func(string, int) (int, http.Header) { return http.StatusServiceUnavailable, nil },
 	})
 	require.NoError(t, err)
+	// Slow refusals: the breaker opens on an engine silent for 1s, and by
+	// then the two workers have called 20 reads, not the whole batch (with
+	// quick ones, under -race on a busy machine, they called most of it and
+	// too few were parked).
+	require.NoError(t, e.SetServiceTime(100*time.Millisecond, 0))
 	engine := simengine.NewServer(e)
 	t.Cleanup(engine.Close)
 

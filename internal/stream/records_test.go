@@ -158,8 +158,9 @@ func TestACallDoesNotWriteOverARecordItCouldNotRead(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	stop()
 
-	require.Len(t, e.re.Calls(key1), 1)
-	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_errors_total", "op", "get")))
+	calls := len(e.re.Calls(key1)) // a retry falling due before the stop ends may be called too (seen under -race)
+	require.Positive(t, calls)
+	assert.Equal(t, float64(calls), testutil.ToFloat64(counter(t, e, "meter_consumer_record_errors_total", "op", "get")), "every delivery's look-up failed")
 	entry, err := set.Records.KV.Get(t.Context(), strconv.FormatUint(seq, 10))
 	require.NoError(t, err)
 	assert.JSONEq(t, was, string(entry.Value()), "the record it could not read is left as it was")
