@@ -27,11 +27,8 @@ func newTopologyMetrics(reg prometheus.Registerer, now func() time.Time) *topolo
 	f := promauto.With(reg)
 	m := &topologyMetrics{replicas: f.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "meter_consumer", Name: "topology_replicas",
-		Help: "Replicas of the source stream, the dead-letter stream and the records bucket, as found at start (0 until then).",
+		Help: "Replicas of the source stream, the dead-letter stream and the records bucket, as found at start (no series until then: a rule on them does not fire on a replica not yet connected).",
 	}, []string{"of"})}
-	for _, r := range replicaRoles {
-		m.replicas.WithLabelValues(r)
-	}
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "meter_consumer", Name: "durable_paused",
 		Help: "1 while the durable is paused (as found at start, until its pause ends): the server delivers nothing.",
