@@ -103,13 +103,7 @@ func TestDeliveriesWithoutACallAreNotAttempts(t *testing.T) {
 	e := newEnv(t, nil)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	o := e.options(13)
-	for range stream.MaxUncalled {
-		batch, err := e.cons.Fetch(1, jetstreamFetchWait())
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			require.NoError(t, m.Nak())
-		}
-	}
+	e.nakUncalled(stream.MaxUncalled, 1)
 	e.start(o)
 	e.settled(10 * time.Second)
 	calls := e.re.Calls(key1)
@@ -126,13 +120,7 @@ func TestPastTheBoundOfDeliveriesWithoutACallIsDeadLettered(t *testing.T) {
 	e := newEnv(t, nil)
 	e.publish("meter.reads.north", read("MTR-1", 1), nil)
 	o := e.options(14)
-	for range stream.MaxUncalled + o.Policy.MaxAttempts {
-		batch, err := e.cons.Fetch(1, jetstreamFetchWait())
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			require.NoError(t, m.Nak())
-		}
-	}
+	e.nakUncalled(stream.MaxUncalled+o.Policy.MaxAttempts, 1)
 	e.start(o)
 	e.settled(10 * time.Second)
 	assert.Empty(t, e.re.Calls(key1))

@@ -263,6 +263,20 @@ func (l *logRecorder) delays() []time.Duration {
 
 func jetstreamFetchWait() jetstream.FetchOpt { return jetstream.FetchMaxWait(5 * time.Second) }
 
+// nakUncalled delivers the durable's reads rounds times, batch at a time,
+// and NAKs each delivery at once, as a replica that crashed before its calls
+// (or lost them in transit) would leave them: deliveries without a call.
+func (e *env) nakUncalled(rounds, batch int) {
+	e.t.Helper()
+	for range rounds {
+		b, err := e.cons.Fetch(batch, jetstreamFetchWait())
+		require.NoError(e.t, err)
+		for m := range b.Messages() {
+			require.NoError(e.t, m.Nak())
+		}
+	}
+}
+
 // logged is one log record's attributes.
 type logged map[string]slog.Value
 

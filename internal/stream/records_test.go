@@ -314,13 +314,7 @@ func TestARecordOfAnEarlierVersionIsTheReadsOnlyIfWrittenAfterIt(t *testing.T) {
 	_, err = kv.Put(t.Context(), "2", []byte(`{"hand_backs":1}`))
 	require.NoError(t, err)
 	o := e.options(78)
-	for range o.Policy.MaxAttempts + 1 { // both reach the consumer at delivery 6
-		batch, err := e.cons.Fetch(2, jetstreamFetchWait())
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			require.NoError(t, m.Nak())
-		}
-	}
+	e.nakUncalled(o.Policy.MaxAttempts+1, 2) // both reach the consumer at delivery 6
 	e.start(o)
 	e.settled(10 * time.Second)
 

@@ -62,16 +62,11 @@ func TestAnExistingDurableIsChecked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := natstest.Run(t)
-			_, js := natstest.Connect(t, s)
-			topo := testTopology()
-			_, err := topology.Ensure(t.Context(), js, topo)
-			require.NoError(t, err)
-			require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+			js, topo := withoutDurable(t)
 			cfg := topo.ConsumerConfig()
 			cfg.FilterSubjects = nil // as an operator would make it: all of the stream
 			tt.change(&cfg)
-			_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
+			_, err := js.CreateConsumer(t.Context(), topo.Stream, cfg)
 			require.NoError(t, err)
 
 			for _, setup := range []func() (*topology.Setup, error){
@@ -230,12 +225,7 @@ func TestADurableThatSkipsReadsIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := natstest.Run(t)
-			_, js := natstest.Connect(t, s)
-			topo := testTopology()
-			_, err := topology.Ensure(t.Context(), js, topo)
-			require.NoError(t, err)
-			require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+			js, topo := withoutDurable(t)
 			for i := range 5 {
 				_, err := js.Publish(t.Context(), fmt.Sprintf("meter.reads.m%d", i), []byte("{}"))
 				require.NoError(t, err)
@@ -243,7 +233,7 @@ func TestADurableThatSkipsReadsIsRefused(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // the durable starts after the fifth read (a timeline)
 			cfg := topo.ConsumerConfig()
 			tt.change(&cfg, time.Now())
-			_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
+			_, err := js.CreateConsumer(t.Context(), topo.Stream, cfg)
 			require.NoError(t, err)
 			for i := range 5 {
 				_, err := js.Publish(t.Context(), fmt.Sprintf("meter.reads.m%d", i), []byte("{}"))
@@ -263,15 +253,10 @@ func TestADurableThatSkipsReadsIsRefused(t *testing.T) {
 
 	t.Run("nothing skipped", func(t *testing.T) {
 		t.Parallel()
-		s := natstest.Run(t)
-		_, js := natstest.Connect(t, s)
-		topo := testTopology()
-		_, err := topology.Ensure(t.Context(), js, topo)
-		require.NoError(t, err)
-		require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+		js, topo := withoutDurable(t)
 		cfg := topo.ConsumerConfig()
 		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
-		_, err = js.CreateConsumer(t.Context(), topo.Stream, cfg)
+		_, err := js.CreateConsumer(t.Context(), topo.Stream, cfg)
 		require.NoError(t, err)
 		_, err = js.Publish(t.Context(), "meter.reads.m1", []byte("{}"))
 		require.NoError(t, err)
@@ -281,4 +266,16 @@ func TestADurableThatSkipsReadsIsRefused(t *testing.T) {
 		assert.Contains(t, set.Warnings[0], "deliver_policy is new")
 		assert.Contains(t, set.Warnings[0], "none was skipped")
 	})
+}
+
+// withoutDurable is a server with the topology Ensure makes, less its
+// durable: for a test to make the durable as someone else would.
+func withoutDurable(t *testing.T) (jetstream.JetStream, topology.Topology) {
+	t.Helper()
+	_, js := natstest.Connect(t, natstest.Run(t))
+	topo := testTopology()
+	_, err := topology.Ensure(t.Context(), js, topo)
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteConsumer(t.Context(), topo.Stream, topo.Durable))
+	return js, topo
 }
