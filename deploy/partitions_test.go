@@ -1,14 +1,18 @@
 package deploy_test
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -121,4 +125,138 @@ func TestTwoPartitions(t *testing.T) {
 		assert.False(t, ms.Matches(labels.Set(services[other].Labels)), "%s: and not %s's (no target scraped twice)", name, other)
 		assert.Equal(t, appName, services[name].Labels[m.Spec.JobLabel], "%s: job stays meter-consumer, as the rules select", name)
 	}
+}
+
+// auditConfig loads the configuration a run of the audit CronJob cj audits
+// with, as consumer audit loads it (config.LoadTool, cmd/consumer/audit.go):
+// the file CONSUMER_CONFIG names, where the pod mounts it from the
+// ConfigMap, then the container's environment, then its arguments.
+func auditConfig(t *testing.T, cj *batchv1.CronJob, cms map[string]*corev1.ConfigMap) config.Config {
+	t.Helper()
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	require.Len(t, pod.Containers, 1, cj.Name)
+	c := pod.Containers[0]
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	e := env(c)
+	files := map[string]string{} // the path in the pod -> the ConfigMap's item
+	for _, vm := range c.VolumeMounts {
+		v := vols[vm.Name]
+		if v.ConfigMap == nil {
+			continue
+		}
+		cm, ok := cms[v.ConfigMap.Name]
+		require.True(t, ok, "%s mounts the ConfigMap %s, which is rendered", cj.Name, v.ConfigMap.Name)
+		for _, item := range v.ConfigMap.Items {
+			files[vm.MountPath+"/"+item.Path] = cm.Data[item.Key]
+		}
+	}
+	body, ok := files[e["CONSUMER_CONFIG"].Value]
+	require.True(t, ok, "%s: CONSUMER_CONFIG %q is a mounted item of the ConfigMap", cj.Name, e["CONSUMER_CONFIG"].Value)
+	path := filepath.Join(t.TempDir(), "consumer.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+	getenv := func(k string) string {
+		switch k {
+		case "CONSUMER_CONFIG":
+			return path
+		case "NATS_CREDS": // mounted from a Secret in the pod; not here
+			return ""
+		}
+		if e[k].ValueFrom != nil {
+			return ""
+		}
+		return e[k].Value
+	}
+	require.NotEmpty(t, c.Args, cj.Name)
+	require.Equal(t, "audit", c.Args[0], cj.Name)
+	fs := flag.NewFlagSet("consumer audit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.String("day", "", "") // the audit's own flags the CronJob gives (auditArgs.define)
+	fs.Bool("json", false, "")
+	cfg, rest, err := config.LoadTool(fs, c.Args[1:], getenv)
+	require.NoError(t, err, "%s: the configuration loads", cj.Name)
+	require.Empty(t, rest, cj.Name)
+	return cfg
+}
+
+// dailyAt returns the minute of the day of a daily cron schedule "M H * * *".
+func dailyAt(t *testing.T, schedule string) int {
+	t.Helper()
+	var m, h int
+	var rest string
+	n, _ := fmt.Sscanf(schedule, "%d %d %s", &m, &h, &rest)
+	require.Equal(t, 3, n, "%q: a daily schedule, M H * * *", schedule)
+	require.True(t, strings.HasSuffix(schedule, fmt.Sprintf("%d %d * * *", m, h)), "%q: a daily schedule, M H * * *", schedule)
+	require.True(t, m >= 0 && m < 60 && h >= 0 && h < 24, schedule)
+	return 60*h + m
+}
+
+// TestEachPartitionAuditsItsOwn: in deploy/overlays/partitions each
+// partition's audit CronJob, loaded as consumer audit loads it, audits that
+// partition's stream, durable and records bucket (those of its
+// Deployment's pods), not the base's METER_READS, under a NATS connection
+// name of its own; it carries the partition's label, stays out of the
+// fleet's selectors, and the audits
+// start at different times, at least 30 minutes apart, so that no two read
+// the streams at once.
+func TestEachPartitionAuditsItsOwn(t *testing.T) {
+	t.Parallel()
+	kinds := kustomize(t, filepath.Join("overlays", "partitions"))
+	deployments := decodeAll(t, kinds["Deployment"], func(d *appsv1.Deployment) string { return d.Name })
+	cms := decodeAll(t, kinds["ConfigMap"], func(c *corev1.ConfigMap) string { return c.Name })
+	services := decodeAll(t, kinds["Service"], func(s *corev1.Service) string { return s.Name })
+	pdbs := decodeAll(t, kinds["PodDisruptionBudget"], func(p *policyv1.PodDisruptionBudget) string { return p.Name })
+	cronJobs := decodeAll(t, kinds["CronJob"], func(c *batchv1.CronJob) string { return c.Name })
+	require.Len(t, cronJobs, 2, "one audit per partition")
+
+	starts := map[int]string{}
+	for n := range 2 {
+		name := fmt.Sprintf("meter-consumer-p%d", n)
+		partition := fmt.Sprintf("p%d", n)
+		cj, ok := cronJobs[fmt.Sprintf("meter-consumer-audit-p%d", n)]
+		require.True(t, ok, "%s: its audit CronJob", name)
+		d, ok := deployments[name]
+		require.True(t, ok, name)
+
+		cfg := auditConfig(t, cj, cms)
+		fleet := podConfig(t, d, cms)
+		assert.Equal(t, fmt.Sprintf("METER_READS_%d", n), cfg.Stream.Name, cj.Name)
+		assert.Equal(t, []string{fmt.Sprintf("meter.reads.%d.>", n)}, cfg.Stream.Subjects, cj.Name)
+		assert.Equal(t, fmt.Sprintf("meter-consumer-%d", n), cfg.Consumer.Durable, cj.Name)
+		assert.Equal(t, fmt.Sprintf("METER_READS_%d_meter-consumer-%d_records", n, n), service.Topology(cfg).Bucket(), cj.Name)
+		assert.Equal(t, service.Topology(fleet).Bucket(), service.Topology(cfg).Bucket(), "%s: its fleet's bucket", cj.Name)
+		assert.Equal(t, fleet.Stream.Name, cfg.Stream.Name, "%s: its fleet's stream", cj.Name)
+		assert.Equal(t, fleet.Consumer.Durable, cfg.Consumer.Durable, "%s: its fleet's durable", cj.Name)
+		assert.Equal(t, fleet.DLQ.Stream, cfg.DLQ.Stream, "%s: the one dead-letter stream", cj.Name)
+		assert.Equal(t, fleet.DLQ.Prefix, cfg.DLQ.Prefix, cj.Name)
+		assert.Equal(t, cj.Name, cfg.NATS.Name, "%s: the NATS server's connection list names the partition's audit", cj.Name)
+
+		for what, l := range map[string]map[string]string{
+			"the CronJob": cj.Labels, "its Jobs": cj.Spec.JobTemplate.Labels, "its pods": cj.Spec.JobTemplate.Spec.Template.Labels,
+		} {
+			assert.Equal(t, partition, l["meterline.io/partition"], "%s: the partition's label on %s", cj.Name, what)
+			assert.Equal(t, "meter-consumer-audit", l["app.kubernetes.io/name"], "%s: the audit's name on %s", cj.Name, what)
+		}
+		pods := labels.Set(cj.Spec.JobTemplate.Spec.Template.Labels)
+		assert.False(t, labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(pods), "%s: not one of the fleet's pods", cj.Name)
+		assert.False(t, labels.SelectorFromSet(services[name].Spec.Selector).Matches(pods), "%s: not behind the Service", cj.Name)
+		assert.False(t, labels.SelectorFromSet(pdbs[name].Spec.Selector.MatchLabels).Matches(pods), "%s: not counted by the PDB", cj.Name)
+
+		at := dailyAt(t, cj.Spec.Schedule)
+		for other, by := range starts {
+			gap := min(abs(at-other), 24*60-abs(at-other))
+			assert.GreaterOrEqual(t, gap, 30, "%s (%q) and %s start %d minutes apart", cj.Name, cj.Spec.Schedule, by, gap)
+		}
+		starts[at] = cj.Name
+	}
+	assert.Len(t, starts, 2, "the audits start at different times")
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
