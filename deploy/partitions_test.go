@@ -4,8 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,4 +261,41 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// TestPartitionsShareTheNamespaceWideObjects: the Namespace and the alert
+// rules (which group by stream and durable, so one set covers every
+// partition) are rendered once, at the level of deploy/overlays/partitions,
+// and in no partition: removing one partition removes neither, nor the
+// other partitions' alerts. They are the example overlay's own, and the
+// namespace-wide part adds nothing else to the partitions.
+func TestPartitionsShareTheNamespaceWideObjects(t *testing.T) {
+	t.Parallel()
+	all := kustomize(t, filepath.Join("overlays", "partitions"))
+	require.Len(t, all["PrometheusRule"], 1, "one set of rules per namespace")
+	require.Len(t, all["Namespace"], 1)
+	example := kustomize(t, filepath.Join("overlays", "example"))
+	for _, kind := range []string{"PrometheusRule", "Namespace"} {
+		assert.True(t, slices.Equal(example[kind], all[kind]), "the example overlay's %s, unchanged (no name suffix)", kind)
+	}
+
+	count := func(kinds map[string][]string) (n int) {
+		for _, docs := range kinds {
+			n += len(docs)
+		}
+		return n
+	}
+	partitions := 0
+	for n := range 2 {
+		dir := filepath.Join("overlays", "partitions", fmt.Sprintf("p%d", n))
+		one := kustomize(t, dir)
+		assert.Empty(t, one["PrometheusRule"], "%s alone holds no rules: they are the namespace's", dir)
+		assert.Empty(t, one["Namespace"], "%s alone holds no Namespace: deleting it would delete the namespace", dir)
+		require.NotEmpty(t, one["Deployment"], dir)
+		partitions += count(one)
+	}
+	assert.Equal(t, partitions+2, count(all), "the partitions, the Namespace and the rules, nothing else")
+	shared := kustomize(t, filepath.Join("overlays", "partitions", "namespace"))
+	assert.Equal(t, []string{"Namespace", "PrometheusRule"}, slices.Sorted(maps.Keys(shared)),
+		"overlays/partitions/namespace deletes every other kind of the example overlay")
 }
