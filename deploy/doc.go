@@ -2,9 +2,10 @@
 // beside it (Kubernetes manifests under kubernetes/, overlays under
 // overlays/ and the partition component under components/, a Job running
 // consumer dlq under tools/, Prometheus rules and a scrape configuration
-// under prometheus/, a Grafana dashboard under grafana/) and of the tests
-// that check them against the real metrics, the Kubernetes API types,
-// kubectl kustomize, promtool, a real Prometheus server, and KEDA v2.20's
+// under prometheus/, an Alertmanager configuration under alertmanager/, a
+// Grafana dashboard under grafana/) and of the tests that check them against
+// the real metrics, the Kubernetes API types, kubectl kustomize, promtool, a
+// real Prometheus server, amtool and a real Alertmanager, and KEDA v2.20's
 // nats-jetstream scaler (its code paths, written again in
 // kedascaler_test.go) against real nats-servers. See
 // docs/OPERATIONS.md.
