@@ -27,7 +27,9 @@ import (
 	"github.com/meterline/meter-consumer/internal/version"
 )
 
-// noSource is a lag.Source that is never read: lag.New only registers.
+// noSource is a lag.Source whose one answer is the records bucket found:
+// exportedNames takes one reading, so that the series a reading alone makes
+// (records_bucket_present) are exported too; its other requests fail.
 type noSource struct{}
 
 func (noSource) ConsumerInfo(context.Context) (*jetstream.ConsumerInfo, error) {
@@ -50,9 +52,13 @@ func (noSource) OldestCopy(context.Context, uint64) (*jetstream.RawStreamMsg, er
 	return nil, errors.New("not read")
 }
 
+func (noSource) RecordsBucket(context.Context) error { return nil }
+
+func (noSource) Names() lag.Names { return lag.Names{} }
+
 // exportedNames registers the metrics the binary registers (cmd/consumer:
 // the Go and process collectors, build info; internal/service: its own, its state's,
-// the stream metrics and the lag reader's gauges) and returns every series name they expose:
+// the stream metrics and the lag reader's gauges, after one reading) and returns every series name they expose:
 // histograms as _bucket, _sum and _count, summaries as the name, _sum and
 // _count.
 func exportedNames(t *testing.T) map[string]bool {
@@ -62,7 +68,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	stream.NewMetrics(reg)
 	service.NewMetrics(reg)
 	service.NewStateMetrics(reg)
-	lag.New(noSource{}, reg, time.Minute, retry.NewRand(1), nil)
+	_ = lag.New(noSource{}, reg, time.Minute, retry.NewRand(1), nil).Read(t.Context()) // its errors are noSource's
 	require.NoError(t, version.Register(reg, version.Get()))
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -80,6 +86,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	}
 	require.True(t, names["meter_consumer_messages_total"], "the stream metrics are registered")
 	require.True(t, names["meter_consumer_pending_messages"], "the lag gauges are registered")
+	require.True(t, names["meter_consumer_records_bucket_present"], "the series of a reading are made")
 	require.True(t, names["process_resident_memory_bytes"], "the process collector is registered")
 	require.True(t, names["meter_consumer_build_info"], "the build info is registered")
 	return names

@@ -18,7 +18,13 @@
 //     read successfully, as Unix time (0 before the first), so that a rule
 //     can tell a stale reading from a steady one;
 //   - meter_consumer_dead_letter_stream_messages, _dead_letter_stream_bytes
-//     and _dead_letter_stream_max_bytes (-1 is unlimited).
+//     and _dead_letter_stream_max_bytes (-1 is unlimited);
+//   - meter_consumer_records_bucket_present: 1 when the last reading found
+//     the records bucket's stream (KV_<bucket>), 0 when the server said it
+//     does not exist (logged once as a warning when it becomes so, and once
+//     when it is there again); no series before the first reading that
+//     found either. A fleet that retries nothing never touches the bucket
+//     otherwise, so a bucket gone would be found only at a hand-back.
 //
 // The interval is jittered (each wait drawn uniformly from [interval/2,
 // 3*interval/2]) so that a fleet of replicas started together does not read

@@ -21,6 +21,9 @@ type Reader struct {
 	log      *slog.Logger
 	now      func() time.Time
 	g        gauges
+	// bucketGone is what the last answered look-up of the records bucket
+	// said: the bucket is gone (logged once, at the change).
+	bucketGone bool
 }
 
 // New registers the gauges on reg.
@@ -79,7 +82,35 @@ func (r *Reader) Read(ctx context.Context) error {
 			r.g.deadLetterOldest.Set(age.Seconds())
 		}
 	}
+	if err := r.recordsBucket(ctx); err != nil {
+		fail("records bucket", err)
+	}
 	return errors.Join(errs...)
+}
+
+// recordsBucket sets records_bucket_present: 1 when the bucket's stream is
+// found, 0 when the server says it does not exist (logged once, when it
+// becomes so). Any other error is returned, and the gauge keeps its value.
+// A fleet that retries nothing never touches the bucket otherwise: without
+// this, a bucket gone is found at the next hand-back.
+func (r *Reader) recordsBucket(ctx context.Context) error {
+	err := r.src.RecordsBucket(ctx)
+	gone := errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
+	if err != nil && !gone {
+		return err
+	}
+	if gone != r.bucketGone {
+		n := r.src.Names()
+		attrs := []any{slog.String("bucket", n.Bucket), slog.String("stream", n.Stream), slog.String("durable", n.Durable)}
+		if gone {
+			r.log.Warn("the records bucket is gone: a read's record (calls made, sheds, a dead-letter decision) can be neither stored nor read until it is made again", attrs...)
+		} else {
+			r.log.Info("the records bucket is there again", attrs...)
+		}
+	}
+	r.bucketGone = gone
+	r.g.bucketPresent.WithLabelValues().Set(boolGauge(!gone))
+	return nil
 }
 
 // oldestUnacked returns the age of the first message after the durable's

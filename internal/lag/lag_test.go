@@ -30,13 +30,18 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	return got
 }
 
+// bucket is the records bucket the tests' topology makes.
+const bucket = "METER_READS_meter-consumer_records"
+
 // topology creates METER_READS with cfg's limits, METER_READS_DLQ holding
-// a mark then a copy, and the durable (explicit ack, MaxAckPending 500,
-// filter).
+// a mark then a copy, the records bucket, and the durable (explicit ack,
+// MaxAckPending 500, filter).
 func topology(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig, filter string) jetstream.Consumer {
 	t.Helper()
+	_, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: bucket, History: 1})
+	require.NoError(t, err)
 	cfg.Name, cfg.Subjects = "METER_READS", []string{"meter.reads.>"}
-	_, err := js.CreateStream(t.Context(), cfg)
+	_, err = js.CreateStream(t.Context(), cfg)
 	require.NoError(t, err)
 	_, err = js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "METER_READS_DLQ", Subjects: []string{"meter.dlq.>"}, MaxBytes: 1 << 30, MaxAge: 30 * 24 * time.Hour})
 	require.NoError(t, err)
@@ -138,7 +143,8 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 					float64(ci.NumAckPending) == tt.want["ack_pending_messages"]
 			}, 5*time.Second, 10*time.Millisecond, "the durable's counts")
 			now := time.Now()
-			want := map[string]float64{"max_ack_pending": 500, "dead_letter_stream_messages": 2, "dead_letter_stream_max_bytes": 1 << 30}
+			want := map[string]float64{"max_ack_pending": 500, "dead_letter_stream_messages": 2, "dead_letter_stream_max_bytes": 1 << 30,
+				"records_bucket_present": 1}
 			if tt.oldest > 0 {
 				m, err := s.GetMsg(t.Context(), tt.oldest)
 				require.NoError(t, err)
@@ -162,7 +168,7 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 
 			reg := prometheus.NewRegistry()
 			r := lag.New(lag.JetStream{JS: js, Stream: "METER_READS", Durable: "meter-consumer", DLQName: "METER_READS_DLQ",
-				CopySubjects: []string{"meter.dlq.meter.reads.>"}},
+				CopySubjects: []string{"meter.dlq.meter.reads.>"}, Bucket: bucket},
 				reg, time.Minute, retry.NewRand(1), nil)
 			lag.SetNow(r, func() time.Time { return now })
 			require.NoError(t, r.Read(t.Context()))
@@ -173,7 +179,7 @@ func TestReadExportsTheBacklogAndTheStream(t *testing.T) {
 				"stream_bytes", "stream_max_messages", "stream_max_bytes", "stream_max_age_seconds",
 				"stream_discard_new", "oldest_unacked_age_seconds", "backlog_read_timestamp_seconds",
 				"dead_letter_stream_bytes", "dead_letter_stream_max_bytes", "dead_letter_stream_max_age_seconds",
-				"dead_letter_oldest_age_seconds"} {
+				"dead_letter_oldest_age_seconds", "records_bucket_present"} {
 				full["meter_consumer_"+name] = want[name] + tt.want[name]
 			}
 			assert.Equal(t, full, gather(t, reg))
@@ -212,6 +218,10 @@ func (partial) OldestCopy(context.Context, uint64) (*jetstream.RawStreamMsg, err
 	return nil, jetstream.ErrMsgNotFound
 }
 
+func (partial) RecordsBucket(context.Context) error { return nil }
+
+func (partial) Names() lag.Names { return lag.Names{} }
+
 func TestReadRefreshesWhatItCan(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	r := lag.New(partial{}, reg, time.Minute, retry.NewRand(1), nil)
@@ -222,6 +232,7 @@ func TestReadRefreshesWhatItCan(t *testing.T) {
 	assert.Equal(t, 1.0, got["meter_consumer_lag_read_errors_total"])
 	assert.Equal(t, 7.0, got["meter_consumer_stream_messages"])
 	assert.Equal(t, 2.0, got["meter_consumer_dead_letter_stream_messages"])
+	assert.Equal(t, 1.0, got["meter_consumer_records_bucket_present"])
 	assert.Zero(t, got["meter_consumer_backlog_read_timestamp_seconds"], "the backlog was never read: its reading is as old as can be")
 }
 
@@ -248,6 +259,10 @@ func (failing) OldestCopy(context.Context, uint64) (*jetstream.RawStreamMsg, err
 	return nil, context.DeadlineExceeded
 }
 
+func (failing) RecordsBucket(context.Context) error { return context.DeadlineExceeded }
+
+func (failing) Names() lag.Names { return lag.Names{} }
+
 func TestRunIsJitteredAndStops(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := failing{calls: make(chan struct{}, 100)}
@@ -258,5 +273,5 @@ func TestRunIsJitteredAndStops(t *testing.T) {
 	require.Eventually(t, func() bool { return len(src.calls) >= 3 }, 5*time.Second, time.Millisecond)
 	cancel()
 	<-done
-	assert.GreaterOrEqual(t, gather(t, reg)["meter_consumer_lag_read_errors_total"], 9.0, "three requests fail per reading")
+	assert.GreaterOrEqual(t, gather(t, reg)["meter_consumer_lag_read_errors_total"], 12.0, "four requests fail per reading")
 }

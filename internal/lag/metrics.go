@@ -15,6 +15,10 @@ type gauges struct {
 	deadLetters, deadLetterBytes, deadLetterMaxBytes prometheus.Gauge
 	deadLetterMaxAge, deadLetterOldest               prometheus.Gauge
 	errors                                           prometheus.Counter
+
+	// bucketPresent has no label: its one series is made at the first
+	// reading that finds the bucket or finds it gone, none before.
+	bucketPresent *prometheus.GaugeVec
 }
 
 func newGauges(reg prometheus.Registerer) gauges {
@@ -45,5 +49,7 @@ func newGauges(reg prometheus.Registerer) gauges {
 		deadLetterOldest:   g("dead_letter_oldest_age_seconds", "Age of the oldest copy held in the dead-letter stream (marks of replayed and purged copies left out); 0 when it holds none."),
 		errors: f.NewCounter(prometheus.CounterOpts{Namespace: "meter_consumer", Name: "lag_read_errors_total",
 			Help: "Requests of a backlog reading that failed; the gauges they feed keep their last values."}),
+		bucketPresent: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "meter_consumer", Name: "records_bucket_present",
+			Help: "Whether the last reading found the records bucket: 1 found, 0 the server says it does not exist (no series before the first reading; a failed look-up keeps the last value)."}, nil),
 	}
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // Source is what a reading needs: the durable consumer, the source stream
-// and one of its messages, and the dead-letter stream.
+// and one of its messages, the dead-letter stream, and whether the records
+// bucket is there.
 type Source interface {
 	ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error)
 	StreamInfo(ctx context.Context) (*jetstream.StreamInfo, error)
@@ -20,14 +21,29 @@ type Source interface {
 	// seq (marks left out: their subjects are not copies'), or
 	// jetstream.ErrMsgNotFound.
 	OldestCopy(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error)
+	// RecordsBucket looks up the records bucket's stream: nil when the
+	// server has it, an error matching jetstream.ErrStreamNotFound or
+	// jetstream.ErrBucketNotFound when the server says it does not exist.
+	RecordsBucket(ctx context.Context) error
+	// Names are the names a reading reads, for the log.
+	Names() Names
+}
+
+// Names are the source stream, the durable and the records bucket a Source
+// reads.
+type Names struct {
+	Stream, Durable, Bucket string
 }
 
 // JetStream reads from a JetStream context by names. It needs the API
-// subjects CONSUMER.INFO of the durable, STREAM.INFO of both streams, and
-// STREAM.MSG.GET of both (DIRECT.GET when a stream allows direct gets).
+// subjects CONSUMER.INFO of the durable, STREAM.INFO of both streams and of
+// the records bucket's (KV_<Bucket>), and STREAM.MSG.GET of both streams
+// (DIRECT.GET when a stream allows direct gets).
 type JetStream struct {
 	JS                       jetstream.JetStream
 	Stream, Durable, DLQName string
+	// Bucket is the records bucket's name (topology.Topology.Bucket).
+	Bucket string
 	// CopySubjects are the subjects of the dead-letter copies:
 	// <prefix>.<subject> for each of the source stream's subjects
 	// (dlq.Subject). A mark (<prefix>._mark.…) matches none.
@@ -60,6 +76,21 @@ func (j JetStream) GetMsg(ctx context.Context, seq uint64, subject string) (*jet
 		return nil, err
 	}
 	return s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+}
+
+// RecordsBucket looks up the records bucket's stream, KV_<Bucket>: one
+// STREAM.INFO, as cheap as the streams' look-ups.
+func (j JetStream) RecordsBucket(ctx context.Context) error {
+	if j.Bucket == "" {
+		return errors.New("no records bucket named") // never taken for a bucket gone
+	}
+	_, err := j.JS.Stream(ctx, "KV_"+j.Bucket)
+	return err
+}
+
+// Names returns the stream, the durable and the bucket j reads.
+func (j JetStream) Names() Names {
+	return Names{Stream: j.Stream, Durable: j.Durable, Bucket: j.Bucket}
 }
 
 func (j JetStream) info(ctx context.Context, name string) (*jetstream.StreamInfo, error) {

@@ -86,7 +86,8 @@ func TestDemoKeepsUp(t *testing.T) {
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	src := lag.JetStream{JS: js, Stream: cfg.Stream.Name, Durable: cfg.Consumer.Durable, DLQName: cfg.DLQ.Stream}
+	src := lag.JetStream{JS: js, Stream: cfg.Stream.Name, Durable: cfg.Consumer.Durable, DLQName: cfg.DLQ.Stream,
+		Bucket: service.Topology(cfg).Bucket()}
 	require.Eventually(t, func() bool {
 		_, err := src.ConsumerInfo(t.Context())
 		return err == nil

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type Deps struct {
 	Registry *prometheus.Registry // metrics are registered here and served on /metrics
 	Rand     retry.Source         // jitter; nil seeds from the clock
 	Version  string               // the build's version, on the start-up line
+	// LagInterval is the mean interval between two backlog readings; 0 is
+	// LagInterval (tests shorten it).
+	LagInterval time.Duration
 }
 
 // DrainTimeout bounds the connection drain that follows a graceful stop.
@@ -193,7 +197,8 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		}
 		return true, "ok"
 	})
-	up.lag = startLag(ctx, lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream, CopySubjects: copySubjects(topo.DLQPrefix, topo.Subjects)}, reg, rnd, log)
+	up.lag = startLag(ctx, lag.JetStream{JS: js, Stream: topo.Stream, Durable: topo.Durable, DLQName: topo.DLQStream,
+		CopySubjects: copySubjects(topo.DLQPrefix, topo.Subjects), Bucket: topo.Bucket()}, reg, cmp.Or(deps.LagInterval, LagInterval), rnd, log)
 
 	log.Info("consuming", slog.String("stream", topo.Stream), slog.String("durable", topo.Durable),
 		slog.String("http", httpAddr))
@@ -269,14 +274,14 @@ func startNATS(cfg config.Config, log *slog.Logger) (url string, create bool, st
 	return srv.ClientURL(), true, func() { srv.Shutdown(); srv.WaitForShutdown() }, nil
 }
 
-// startLag starts reading the backlog every LagInterval (jittered) until
+// startLag starts reading the backlog every interval (jittered) until
 // ctx ends or the returned stop is called, which waits for it.
-func startLag(ctx context.Context, src lag.JetStream, reg prometheus.Registerer, rnd retry.Source, log *slog.Logger) func() {
+func startLag(ctx context.Context, src lag.JetStream, reg prometheus.Registerer, interval time.Duration, rnd retry.Source, log *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		lag.New(src, reg, LagInterval, rnd, log).Run(ctx)
+		lag.New(src, reg, interval, rnd, log).Run(ctx)
 	}()
 	return func() { cancel(); <-done }
 }
