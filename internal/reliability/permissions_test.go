@@ -396,13 +396,15 @@ func TestDocumentedPermissions(t *testing.T) {
 		"the look-up for an earlier copy failed (it runs before every retried copy here)")
 
 	// The backlog readings: the first is taken at start, with reads 4 and 5
-	// unsettled, so it reads the oldest unsettled read too.
+	// unsettled, so it reads the oldest unsettled read too, and ends with
+	// the look-up of the records bucket's stream (its series is made then).
 	var metrics string
 	require.Eventually(t, func() bool {
 		_, metrics = httpGet(t, "http://"+addr+"/metrics")
 		age, _ := metricValue(metrics, "meter_consumer_oldest_unacked_age_seconds"+fleetLabels)
+		_, bucketRead := metricValue(metrics, "meter_consumer_records_bucket_present"+fleetLabels)
 		errs, _ := metricValue(metrics, "meter_consumer_lag_read_errors_total"+fleetLabels)
-		return age > 0 || errs > 0
+		return age > 0 && bucketRead || errs > 0
 	}, 10*time.Second, 20*time.Millisecond, "no backlog reading") // a refused request times out in 7.5s
 	errs, ok := metricValue(metrics, "meter_consumer_lag_read_errors_total"+fleetLabels)
 	assert.True(t, ok)
@@ -413,6 +415,8 @@ func TestDocumentedPermissions(t *testing.T) {
 	assert.Equal(t, 5.0, msgs, "the source stream's info")
 	dls, _ := metricValue(metrics, "meter_consumer_dead_letter_stream_messages"+fleetLabels)
 	assert.Equal(t, 1.0, dls, "the dead-letter stream's info")
+	bucket, _ := metricValue(metrics, "meter_consumer_records_bucket_present"+fleetLabels)
+	assert.Equal(t, 1.0, bucket, "the records bucket's stream info")
 	status, ready := httpGet(t, "http://"+addr+"/readyz")
 	assert.Equal(t, http.StatusOK, status, ready)
 
