@@ -7,10 +7,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,8 +21,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8syaml "sigs.k8s.io/yaml"
 )
@@ -218,5 +222,146 @@ func TestOverlayEgressPolicy(t *testing.T) {
 			protocols = append(protocols, *p.Protocol)
 		}
 		assert.Equal(t, want[ns], protocols, ns)
+	}
+}
+
+// --- the Jobs' network: the audit CronJob's and the dead-letter Job's pods --
+
+// policies returns the rendered NetworkPolicies of kinds.
+func policies(t *testing.T, kinds map[string][]string) []networkingv1.NetworkPolicy {
+	t.Helper()
+	var out []networkingv1.NetworkPolicy
+	for _, doc := range kinds["NetworkPolicy"] {
+		var np networkingv1.NetworkPolicy
+		require.NoError(t, k8syaml.UnmarshalStrict([]byte(doc), &np))
+		out = append(out, np)
+	}
+	return out
+}
+
+// isolating returns the policies of nps that select pod for the direction typ.
+func isolating(t *testing.T, nps []networkingv1.NetworkPolicy, pod labels.Set, typ networkingv1.PolicyType) []networkingv1.NetworkPolicy {
+	t.Helper()
+	var out []networkingv1.NetworkPolicy
+	for _, np := range nps {
+		if slices.Contains(np.Spec.PolicyTypes, typ) && mustSelector(t, &np.Spec.PodSelector).Matches(pod) {
+			out = append(out, np)
+		}
+	}
+	return out
+}
+
+// egressAllowed is where the policies of nps let pod connect to, each
+// destination as "peer port/protocol", sorted; nil when no policy isolates
+// its egress (then it may connect anywhere). An empty "to" or "ports" of a
+// rule is written as what it allows: anywhere, any port.
+func egressAllowed(t *testing.T, nps []networkingv1.NetworkPolicy, pod labels.Set) []string {
+	t.Helper()
+	selector := func(s *metav1.LabelSelector, none string) string {
+		if s == nil {
+			return none
+		}
+		if str := mustSelector(t, s).String(); str != "" {
+			return str
+		}
+		return "every"
+	}
+	var out []string
+	for _, np := range isolating(t, nps, pod, networkingv1.PolicyTypeEgress) {
+		for _, rule := range np.Spec.Egress {
+			peers := []string{"anywhere"}
+			if len(rule.To) > 0 {
+				peers = nil
+			}
+			for _, p := range rule.To {
+				if p.IPBlock != nil {
+					peers = append(peers, fmt.Sprintf("ipBlock %s except %v", p.IPBlock.CIDR, p.IPBlock.Except))
+					continue
+				}
+				peers = append(peers, fmt.Sprintf("namespaces {%s} pods {%s}",
+					selector(p.NamespaceSelector, "own"), selector(p.PodSelector, "every")))
+			}
+			ports := []string{"any port"}
+			if len(rule.Ports) > 0 {
+				ports = nil
+			}
+			for _, p := range rule.Ports {
+				proto, port := corev1.ProtocolTCP, "any"
+				if p.Protocol != nil {
+					proto = *p.Protocol
+				}
+				if p.Port != nil {
+					port = p.Port.String()
+				}
+				if p.EndPort != nil {
+					port += fmt.Sprintf("-%d", *p.EndPort)
+				}
+				ports = append(ports, port+"/"+string(proto))
+			}
+			for _, peer := range peers {
+				for _, port := range ports {
+					out = append(out, peer+" "+port)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// urlPort is the port of a URL that names one.
+func urlPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	require.NotEmpty(t, u.Port(), "%s names its port", raw)
+	return u.Port()
+}
+
+// assertJobNetwork checks, in a render of a default-deny overlay, that the
+// pods of a Job (its pod labels and container) may reach DNS and its NATS
+// (the port of its NATS_URL), by the same peers as the consumer's egress
+// policy, and nothing else (not the rate engine); and that nothing may
+// connect to them.
+func assertJobNetwork(t *testing.T, kinds map[string][]string, name string, pod labels.Set, c corev1.Container) {
+	t.Helper()
+	nps := policies(t, kinds)
+	deployments := decodeAll(t, kinds["Deployment"], func(d *appsv1.Deployment) string { return d.Name })
+	require.NotEmpty(t, deployments)
+	natsPort := urlPort(t, env(c)["NATS_URL"].Value)
+	assert.NotEmpty(t, isolating(t, nps, pod, networkingv1.PolicyTypeEgress), "%s: a policy restricts its pods' egress", name)
+	for _, d := range deployments {
+		consumer := egressAllowed(t, nps, labels.Set(d.Spec.Template.Labels))
+		require.NotEmpty(t, consumer, "%s: the consumer's egress is restricted here", d.Name)
+		var want []string // the consumer's DNS and NATS
+		for _, e := range consumer {
+			if strings.HasSuffix(e, " 53/UDP") || strings.HasSuffix(e, " 53/TCP") || strings.HasSuffix(e, " "+natsPort+"/TCP") {
+				want = append(want, e)
+			}
+		}
+		require.Len(t, want, 3, "%s: the consumer's DNS (UDP, TCP) and NATS: %v", d.Name, consumer)
+		assert.Equal(t, want, egressAllowed(t, nps, pod),
+			"%s: its pods reach DNS and NATS as %s's do, and nothing else", name, d.Name)
+	}
+	in := isolating(t, nps, pod, networkingv1.PolicyTypeIngress)
+	assert.NotEmpty(t, in, "%s: a policy isolates its pods' ingress", name)
+	for _, np := range in {
+		assert.Empty(t, np.Spec.Ingress, "%s: %s lets nothing in", name, np.Name)
+	}
+}
+
+// In a default-deny namespace the audit's pods reach DNS and NATS, and
+// nothing else, and nothing reaches them: in the example overlay and in
+// each partition of deploy/overlays/partitions.
+func TestNetworkPolicyLetsTheAuditReachDNSAndNATS(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{filepath.Join("overlays", "example"), filepath.Join("overlays", "partitions")} {
+		kinds := kustomize(t, dir)
+		require.NotEmpty(t, kinds["CronJob"], dir)
+		for _, cj := range decodeAll(t, kinds["CronJob"], func(c *batchv1.CronJob) string { return c.Name }) {
+			tmpl := cj.Spec.JobTemplate.Spec.Template
+			require.Len(t, tmpl.Spec.Containers, 1)
+			assertJobNetwork(t, kinds, dir+": "+cj.Name, labels.Set(tmpl.Labels), tmpl.Spec.Containers[0])
+		}
 	}
 }

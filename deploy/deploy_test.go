@@ -793,6 +793,38 @@ func TestNetworkPolicy(t *testing.T) {
 	assert.Nil(t, p.EndPort)
 }
 
+// TestNetworkPolicyLetsNothingIntoTheJobs: in the base, a policy of their
+// own isolates the pods of the audit CronJob and of the dead-letter Job
+// (deploy/tools/dlq-job.yaml) and lets nothing in: they serve nothing. Their
+// egress is left open, as the consumer's is; a default-deny overlay adds it
+// (TestNetworkPolicyLetsTheAuditReachDNSAndNATS, ...DLQJob...).
+func TestNetworkPolicyLetsNothingIntoTheJobs(t *testing.T) {
+	t.Parallel()
+	kinds := kustomize(t, k8sDir)
+	nps := policies(t, kinds)
+	require.Len(t, kinds["CronJob"], 1)
+	var cj batchv1.CronJob
+	require.NoError(t, k8syaml.UnmarshalStrict([]byte(kinds["CronJob"][0]), &cj))
+	data, err := os.ReadFile(filepath.Join("tools", "dlq-job.yaml"))
+	require.NoError(t, err)
+	var job batchv1.Job
+	require.NoError(t, k8syaml.UnmarshalStrict(data, &job))
+	d, _ := rendered(t, kinds)
+	consumer := labels.Set(d.Spec.Template.Labels)
+	for name, pod := range map[string]labels.Set{
+		cj.Name: cj.Spec.JobTemplate.Spec.Template.Labels, job.Name: job.Spec.Template.Labels,
+	} {
+		in := isolating(t, nps, pod, networkingv1.PolicyTypeIngress)
+		require.NotEmpty(t, in, "%s: a policy isolates its pods' ingress", name)
+		for _, np := range in {
+			assert.Empty(t, np.Spec.Ingress, "%s: %s lets nothing in", name, np.Name)
+			assert.False(t, mustSelector(t, &np.Spec.PodSelector).Matches(consumer),
+				"%s: %s does not select the consumer's pods (Prometheus must get in)", name, np.Name)
+		}
+		assert.Nil(t, egressAllowed(t, nps, pod), "%s: egress open in the base, as the consumer's", name)
+	}
+}
+
 // TestNoStrayFields proves the strict decoding works: a misplaced field in a
 // copy of the Deployment is an error.
 func TestNoStrayFields(t *testing.T) {

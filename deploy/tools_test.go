@@ -98,3 +98,19 @@ func TestRunbooksNeedNoShellInTheImage(t *testing.T) {
 		}
 	}
 }
+
+// In a default-deny namespace the dead-letter Job's pod reaches DNS and
+// NATS, and nothing else, and nothing reaches it: with the example overlay
+// and with deploy/overlays/partitions applied (the Job is made in the same
+// namespace, apart from the kustomization).
+func TestNetworkPolicyLetsTheDLQJobReachDNSAndNATS(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("tools", "dlq-job.yaml"))
+	require.NoError(t, err)
+	var job batchv1.Job
+	require.NoError(t, k8syaml.UnmarshalStrict(data, &job))
+	require.Len(t, job.Spec.Template.Spec.Containers, 1)
+	for _, dir := range []string{filepath.Join("overlays", "example"), filepath.Join("overlays", "partitions")} {
+		assertJobNetwork(t, kustomize(t, dir), dir+": "+job.Name, labels.Set(job.Spec.Template.Labels), job.Spec.Template.Spec.Containers[0])
+	}
+}
