@@ -97,8 +97,13 @@ var scrapeSeries = map[string]bool{"up": true}
 
 // externalSeries are the series of other programs an alert uses: KEDA's
 // operator (v2.20, pkg/metricscollector/prommetrics.go; its
-// keda_scaler_errors_total went in v2.17).
-var externalSeries = map[string]bool{"keda_scaler_detail_errors_total": true}
+// keda_scaler_errors_total went in v2.17) and kube-state-metrics' (v2).
+var externalSeries = map[string]bool{
+	"keda_scaler_detail_errors_total":          true,
+	"keda_scaler_metrics_value":                true,
+	"kube_pod_container_status_restarts_total": true,
+	"kube_deployment_status_condition":         true,
+}
 
 var (
 	promStrings = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")

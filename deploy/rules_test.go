@@ -163,13 +163,22 @@ func TestMarkdownAnchors(t *testing.T) {
 // TestAlertsSelectTheJob: every series of the consumer's, or recorded from
 // them, that an alert selects is restricted to the job meter-consumer, so
 // another job's metrics can neither fire nor hide it. An alert on KEDA's
-// series selects the consumer's ScaledObjects instead.
+// series selects the consumer's ScaledObjects instead, and one on
+// kube-state-metrics' its pods or Deployments.
 func TestAlertsSelectTheJob(t *testing.T) {
 	t.Parallel()
 	for _, a := range alerts(t) {
 		if ks := kedaSelector.FindAllStringSubmatch(a.Expr, -1); len(ks) > 0 {
 			for _, m := range ks {
 				assert.Contains(t, m[2], `scaledObject=~"meter-consumer.*"`, "%s: %s", a.Alert, m[0])
+			}
+		}
+		for _, m := range kubeSelector.FindAllStringSubmatch(a.Expr, -1) {
+			assert.Regexp(t, `(pod=~"meter-consumer-\.\*"|deployment=~"meter-consumer\.\*")`, m[2], "%s: %s", a.Alert, m[0])
+		}
+		if kedaSelector.MatchString(a.Expr) || kubeSelector.MatchString(a.Expr) {
+			for _, m := range consumerSelector.FindAllStringSubmatch(a.Expr, -1) {
+				assert.Contains(t, m[2], `job="meter-consumer"`, "%s: %s", a.Alert, m[0])
 			}
 			continue
 		}
@@ -184,6 +193,7 @@ func TestAlertsSelectTheJob(t *testing.T) {
 var (
 	recordedSelector = regexp.MustCompile(`\b(meter_consumer:[a-z0-9_:]+)(\{[^}]*\})?`)
 	kedaSelector     = regexp.MustCompile(`\b(keda_[a-z0-9_]+)(\{[^}]*\})?`)
+	kubeSelector     = regexp.MustCompile(`\b(kube_[a-z0-9_]+)(\{[^}]*\})?`)
 )
 
 var (
