@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -443,16 +444,7 @@ func TestDeployment(t *testing.T) {
 	assert.Equal(t, resource.MustParse("2"), r.Limits[corev1.ResourceCPU])
 	assert.Equal(t, resource.MustParse("256Mi"), r.Limits[corev1.ResourceMemory])
 	assert.Equal(t, r.Limits[corev1.ResourceMemory], r.Requests[corev1.ResourceMemory], "memory request = limit")
-	// GOMEMLIMIT is the limit in bytes: no divisor (Go reads a plain number as
-	// bytes; "256" would be 256 bytes), so changing the limit changes it.
-	goMem := env(c)["GOMEMLIMIT"]
-	assert.Empty(t, goMem.Value)
-	require.NotNil(t, goMem.ValueFrom)
-	require.NotNil(t, goMem.ValueFrom.ResourceFieldRef)
-	ref := goMem.ValueFrom.ResourceFieldRef
-	assert.Equal(t, "limits.memory", ref.Resource)
-	assert.Contains(t, []string{"", c.Name}, ref.ContainerName)
-	assert.True(t, ref.Divisor.IsZero() || ref.Divisor.Cmp(resource.MustParse("1")) == 0, "divisor %s", ref.Divisor.String())
+	// GOMEMLIMIT: 80-90% of the limit, TestDeploymentAndJobsGOMEMLIMITLeaveHeadroom.
 	assert.Equal(t, "false", env(c)["CONSUMER_NATS_EMBEDDED"].Value, "production never falls back to an embedded server")
 
 	// security
@@ -822,6 +814,79 @@ func TestNetworkPolicyLetsNothingIntoTheJobs(t *testing.T) {
 				"%s: %s does not select the consumer's pods (Prometheus must get in)", name, np.Name)
 		}
 		assert.Nil(t, egressAllowed(t, nps, pod), "%s: egress open in the base, as the consumer's", name)
+	}
+}
+
+// goMemLimit parses a GOMEMLIMIT as the Go runtime does (runtime's
+// parseByteCount: a number of bytes with an optional suffix B, KiB, MiB,
+// GiB or TiB; not Kubernetes' Mi, nor a decimal point).
+func goMemLimit(s string) (int64, bool) {
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if i < 0 {
+		i = len(s)
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	shift, ok := map[string]uint{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[s[i:]]
+	return n << shift, ok
+}
+
+// TestDeploymentAndJobsGOMEMLIMITLeaveHeadroom: every container of the
+// Deployment, the audit CronJob (rendered: the base, the example overlay,
+// the partitions) and the dead-letter Job sets GOMEMLIMIT to 80-90% of its
+// memory limit, in a form Go reads: the runtime's soft limit counts only
+// the memory it manages, and the Go team recommends leaving headroom below
+// the container's limit (a resourceFieldRef could only give all of it).
+func TestDeploymentAndJobsGOMEMLIMITLeaveHeadroom(t *testing.T) {
+	t.Parallel()
+	check := func(where string, c corev1.Container) {
+		t.Helper()
+		limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+		require.True(t, ok, "%s: a memory limit", where)
+		e, ok := env(c)["GOMEMLIMIT"]
+		require.True(t, ok, "%s: GOMEMLIMIT is set", where)
+		assert.Nil(t, e.ValueFrom, "%s: a literal beside the limit, not all of the limit", where)
+		soft, ok := goMemLimit(e.Value)
+		require.True(t, ok, "%s: GOMEMLIMIT %q is a value Go reads (e.g. 230MiB)", where, e.Value)
+		assert.LessOrEqual(t, float64(soft), 0.9*float64(limit.Value()), "%s: GOMEMLIMIT %s <= 90%% of the limit %s", where, e.Value, limit.String())
+		assert.GreaterOrEqual(t, float64(soft), 0.8*float64(limit.Value()), "%s: GOMEMLIMIT %s >= 80%% of the limit %s", where, e.Value, limit.String())
+	}
+	for _, dir := range []string{k8sDir, filepath.Join("overlays", "example"), filepath.Join("overlays", "partitions")} {
+		kinds := kustomize(t, dir)
+		require.NotEmpty(t, kinds["Deployment"], dir)
+		require.NotEmpty(t, kinds["CronJob"], dir)
+		for _, doc := range kinds["Deployment"] {
+			var d appsv1.Deployment
+			require.NoError(t, k8syaml.Unmarshal([]byte(doc), &d))
+			for _, c := range d.Spec.Template.Spec.Containers {
+				check(dir+": "+d.Name+"/"+c.Name, c)
+			}
+		}
+		for _, doc := range kinds["CronJob"] {
+			var cj batchv1.CronJob
+			require.NoError(t, k8syaml.Unmarshal([]byte(doc), &cj))
+			for _, c := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers {
+				check(dir+": "+cj.Name+"/"+c.Name, c)
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join("tools", "dlq-job.yaml"))
+	require.NoError(t, err)
+	var job batchv1.Job
+	require.NoError(t, k8syaml.UnmarshalStrict(data, &job))
+	for _, c := range job.Spec.Template.Spec.Containers {
+		check("tools/dlq-job.yaml: "+c.Name, c)
+	}
+
+	for in, want := range map[string]int64{"230MiB": 230 << 20, "241172480": 241172480, "1GiB": 1 << 30, "230Mi": -1, "0.9GiB": -1, "": -1} {
+		got, ok := goMemLimit(in)
+		if want < 0 {
+			assert.False(t, ok, "%q is no GOMEMLIMIT", in)
+		} else {
+			assert.Equal(t, want, got, in)
+		}
 	}
 }
 
