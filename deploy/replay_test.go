@@ -107,7 +107,8 @@ scrape_configs:
 		return len(got) == 1 && got[0].State == "pending"
 	}, 30*time.Second, 250*time.Millisecond, "MeterConsumerNotConsuming never pending: %+v\n%s", &got, prom.Output())
 	assert.Equal(t, map[string]string{"alertname": "MeterConsumerNotConsuming", "namespace": "meter-test",
-		"job": "meter-consumer", "stream": "METER_READS", "durable": "meter-consumer", "severity": "critical"}, got[0].Labels)
+		"job": "meter-consumer", "stream": "METER_READS", "durable": "meter-consumer", "severity": "critical",
+		"owner": "meter-consumer"}, got[0].Labels)
 	assert.Equal(t, "inactive", down, "the target is up: MeterConsumerDown does not see it")
 	assertDashboardShowsBrokenReplica(t, api, "meter-test", "meter-consumer", "meter-consumer-0")
 
