@@ -263,6 +263,7 @@ func TestDashboardPanels(t *testing.T) {
 // backlog, a stream's size and limits) are taken with max per stream and
 // durable, never across them: with one fleet per partition in a namespace,
 // a bare max would show the largest partition's backlog as the only one.
+// KEDA's series tell fleets apart by their ScaledObject.
 func TestDashboardTellsFleetsApart(t *testing.T) {
 	t.Parallel()
 	maxBy := regexp.MustCompile(`\bmax\s*(?:by\s*\(([^)]*)\))?\s*\(`)
@@ -273,6 +274,11 @@ func TestDashboardTellsFleetsApart(t *testing.T) {
 				n++
 				if strings.Contains(m[1], "pod") {
 					continue // per replica
+				}
+				if strings.Contains(tg.Expr, "keda_") { // KEDA's: a fleet is its ScaledObject
+					assert.Contains(t, m[1], "scaledObject", "%s: %s", p.Title, tg.Expr)
+					assert.Contains(t, tg.LegendFormat, "{{scaledObject}}", "%s: the legend names the fleet", p.Title)
+					continue
 				}
 				assert.Contains(t, m[1], "stream", "%s: %s", p.Title, tg.Expr)
 				assert.Contains(t, m[1], "durable", "%s: %s", p.Title, tg.Expr)
