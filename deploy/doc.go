@@ -4,7 +4,7 @@
 // consumer dlq under tools/, Prometheus rules and a scrape configuration
 // under prometheus/, an Alertmanager configuration under alertmanager/, a
 // Grafana dashboard under grafana/) and of the tests that check them against
-// the real metrics, the Kubernetes API types, kubectl kustomize, promtool, a
+// the real metrics, the Kubernetes API types, the pinned kustomize, promtool, a
 // real Prometheus server, amtool and a real Alertmanager, and KEDA v2.20's
 // nats-jetstream scaler (its code paths, written again in
 // kedascaler_test.go) against real nats-servers. See
