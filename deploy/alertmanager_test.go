@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
@@ -108,7 +109,7 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 	bin := binary(t, "prometheus-alertmanager", "alertmanager")
 	config, err := filepath.Abs(filepath.FromSlash(alertmanagerPath))
 	require.NoError(t, err)
-	base := "http://127.0.0.1:" + freePort(t)
+	base := "http://" + natstest.FreeAddr(t)
 	am := proctest.Start(t, "alertmanager", bin, nil, "--config.file="+config, "--storage.path="+t.TempDir(),
 		"--web.listen-address="+strings.TrimPrefix(base, "http://"), "--cluster.listen-address=")
 	require.Eventually(t, func() bool {

@@ -211,7 +211,7 @@ func TestKEDAFindsTheConsumerLeader(t *testing.T) {
 		o := natstest.Options(t.TempDir())
 		o.ServerName = fmt.Sprintf("nats-%d", i)
 		o.HTTPHost, o.HTTPPort = "127.0.0.1", -1
-		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: freePortInt(t), NoAdvertise: true}
+		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: natstest.FreePort(t), NoAdvertise: true}
 		local = append(local, fmt.Sprintf("nats://127.0.0.1:%d", o.Cluster.Port))
 		named = append(named, fmt.Sprintf("nats://nats-%d.%s:6222", i, headless))
 		nodes[i] = o
@@ -313,14 +313,6 @@ func renderedScaledObject(t *testing.T, dir string) scaledObject {
 	return so
 }
 
-func freePortInt(t *testing.T) int {
-	t.Helper()
-	var p int
-	_, err := fmt.Sscan(freePort(t), &p)
-	require.NoError(t, err)
-	return p
-}
-
 // TestKEDAFindsTheLeaderByAdvertisedURLs: servers that advertise client
 // URLs (client_advertise: a pod's name under the headless service) take
 // KEDA v2.20's other path: each connect_urls host, on the endpoint's port,
@@ -338,7 +330,7 @@ func TestKEDAFindsTheLeaderByAdvertisedURLs(t *testing.T) {
 		o.ServerName = fmt.Sprintf("nats-%d", i)
 		o.HTTPHost, o.HTTPPort = "127.0.0.1", -1
 		o.ClientAdvertise = fmt.Sprintf("nats-%d.%s:4222", i, headless)
-		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: freePortInt(t)}
+		o.Cluster = server.ClusterOpts{Name: "nats", Host: "127.0.0.1", Port: natstest.FreePort(t)}
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", o.Cluster.Port))
 		nodes[i] = o
 	}

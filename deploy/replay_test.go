@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
@@ -37,9 +38,9 @@ func TestReplayUpButNotConsuming(t *testing.T) {
 	bin, err := proctest.Build(dir, false)
 	require.NoError(t, err)
 
-	httpAddr := "127.0.0.1:" + freePort(t)
+	httpAddr := natstest.FreeAddr(t)
 	consumer := proctest.Start(t, "consumer", bin, nil,
-		"--nats-url", "nats://127.0.0.1:"+freePort(t), "--downstream-url", "http://127.0.0.1:9/reads",
+		"--nats-url", "nats://"+natstest.FreeAddr(t), "--downstream-url", "http://127.0.0.1:9/reads",
 		"--http-addr", httpAddr, "--log-format", "json")
 	want := `meter_consumer_not_consuming{durable="meter-consumer",reason="connecting",stream="METER_READS"} 1`
 	require.Eventually(t, func() bool {
@@ -52,7 +53,7 @@ func TestReplayUpButNotConsuming(t *testing.T) {
 
 	alertsFile, err := filepath.Abs(filepath.FromSlash(alertsPath))
 	require.NoError(t, err)
-	promAddr := "127.0.0.1:" + freePort(t)
+	promAddr := natstest.FreeAddr(t)
 	promCfg := filepath.Join(dir, "prom.yml")
 	require.NoError(t, os.WriteFile(promCfg, fmt.Appendf(nil, `global:
   scrape_interval: 1s

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
@@ -38,10 +38,10 @@ func TestRealScrape(t *testing.T) {
 	bin, err := proctest.Build(dir, false)
 	require.NoError(t, err)
 
-	httpAddr := "127.0.0.1:" + freePort(t)
+	httpAddr := natstest.FreeAddr(t)
 	consumer := proctest.Start(t, "consumer", bin, nil,
 		"--demo", "--data-dir", filepath.Join(dir, "nats"),
-		"--nats-listen", "127.0.0.1:"+freePort(t), "--http-addr", httpAddr, "--log-format", "json")
+		"--nats-listen", natstest.FreeAddr(t), "--http-addr", httpAddr, "--log-format", "json")
 	require.Eventually(t, func() bool {
 		code, _ := get(t, "http://"+httpAddr+"/readyz")
 		return code == http.StatusOK
@@ -75,7 +75,7 @@ func TestRealScrape(t *testing.T) {
 	// Prometheus, scraping every second, with the alert rules.
 	alertsFile, err := filepath.Abs(filepath.FromSlash(alertsPath))
 	require.NoError(t, err)
-	promAddr := "127.0.0.1:" + freePort(t)
+	promAddr := natstest.FreeAddr(t)
 	promCfg := filepath.Join(dir, "prom.yml")
 	require.NoError(t, os.WriteFile(promCfg, fmt.Appendf(nil, `global:
   scrape_interval: 1s
@@ -182,16 +182,6 @@ scrape_configs:
 	code, _ = consumer.Term(20 * time.Second)
 	assert.Zero(t, code, "consumer exit status")
 	assert.Equal(t, 1, consumer.Count("stopped cleanly"))
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	require.NoError(t, err)
-	return port
 }
 
 var client = &http.Client{Timeout: 5 * time.Second}

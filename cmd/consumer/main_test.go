@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -63,14 +62,6 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func TestBinarySettlesEndToEnd(t *testing.T) {
@@ -175,7 +166,7 @@ func TestBinaryRejectsBadConfiguration(t *testing.T) {
 
 func TestEmbeddedDemoRunsAndStopsCleanly(t *testing.T) {
 	t.Parallel()
-	natsAddr := freeAddr(t)
+	natsAddr := natstest.FreeAddr(t)
 	p := start(t, "--demo", "--demo-incidents", "--data-dir", t.TempDir(), "--nats-listen", natsAddr,
 		"--http-addr", "127.0.0.1:0", "--log-level", "info")
 	addr := httpAddr(t, p)

@@ -55,7 +55,7 @@ func must[T any](v T, err error) T {
 // answers, /readyz says why, and it consumes the moment NATS is there.
 func TestANATSOutageAtBootIsWaitedOut(t *testing.T) {
 	t.Parallel()
-	natsAddr, httpAt := freeAddr(t), freeAddr(t)
+	natsAddr, httpAt := natstest.FreeAddr(t), natstest.FreeAddr(t)
 	p := start(t, "--nats-url", "nats://"+natsAddr, "--create-streams", "--http-addr", httpAt,
 		"--downstream-url", "http://127.0.0.1:1/reads", "--nats-connect-retry-max", "1s")
 	code, body := readyz(t, httpAt)
@@ -74,8 +74,8 @@ func TestANATSOutageAtBootIsWaitedOut(t *testing.T) {
 // SIGTERM while it waits for NATS is a clean stop.
 func TestStoppedWhileConnectingExitsZero(t *testing.T) {
 	t.Parallel()
-	httpAt := freeAddr(t)
-	p := start(t, "--nats-url", "nats://"+freeAddr(t), "--http-addr", httpAt, "--downstream-url", "http://127.0.0.1:1/reads")
+	httpAt := natstest.FreeAddr(t)
+	p := start(t, "--nats-url", "nats://"+natstest.FreeAddr(t), "--http-addr", httpAt, "--downstream-url", "http://127.0.0.1:1/reads")
 	readyz(t, httpAt)
 	assert.Equal(t, 0, stop(p, 10*time.Second))
 	assert.NotNil(t, p.First("stopped before connecting to NATS"))
@@ -85,7 +85,7 @@ func TestStoppedWhileConnectingExitsZero(t *testing.T) {
 func TestAMissingStreamIsWaitedFor(t *testing.T) {
 	t.Parallel()
 	s := natstest.Run(t)
-	httpAt := freeAddr(t)
+	httpAt := natstest.FreeAddr(t)
 	p := start(t, "--nats-url", s.ClientURL(), "--http-addr", httpAt, "--downstream-url", "http://127.0.0.1:1/reads",
 		"--nats-connect-retry-max", "1s")
 	require.Eventually(t, func() bool {
@@ -103,9 +103,9 @@ func TestAMissingStreamIsWaitedFor(t *testing.T) {
 // (the documented policy), and never shows the secret.
 func TestAWrongPasswordIsSaidAtOnce(t *testing.T) {
 	t.Parallel()
-	natsAddr := freeAddr(t)
+	natsAddr := natstest.FreeAddr(t)
 	serverOn(t, natsAddr, func(o *server.Options) { o.Username, o.Password = "meter", "right-password" })
-	httpAt := freeAddr(t)
+	httpAt := natstest.FreeAddr(t)
 	p := proctest.Start(t, "consumer", binary, []string{"HOME=" + t.TempDir(), "NATS_PASSWORD=wrong-password-hunter2"},
 		"--log-format", "json", "--nats-url", "nats://"+natsAddr, "--nats-user", "meter", "--http-addr", httpAt,
 		"--downstream-url", "http://127.0.0.1:1/reads", "--nats-connect-retry-max", "2s")

@@ -18,6 +18,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
+	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
 func mustRead(t testing.TB) meter.Read {
@@ -84,7 +85,7 @@ func TestDeliverClassifies(t *testing.T) {
 		{"503 transient", s503.URL, classify.Transient, classify.CauseHTTP503, 0, nil},
 		{"429 with Retry-After", s429.URL, classify.Transient, classify.CauseRateLimited, 3 * time.Second, nil},
 		{"timeout", slow.URL, classify.Transient, classify.CauseTimeout, 0, nil},
-		{"connection refused", "http://" + closedAddr(t), classify.Transient, classify.CauseConnection, 0, nil},
+		{"connection refused", "http://" + natstest.FreeAddr(t), classify.Transient, classify.CauseConnection, 0, nil},
 		{"connection reset", "http://" + reset, classify.Transient, classify.CauseConnection, 0, nil},
 	}
 	for _, tt := range tests {
@@ -127,15 +128,6 @@ func TestNewHTTPValidates(t *testing.T) {
 	}
 	_, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: "http://x/reads"})
 	assert.ErrorContains(t, err, "timeout")
-}
-
-// closedAddr returns an address nothing listens on.
-func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // resetServer accepts connections and resets them at once.

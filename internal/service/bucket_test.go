@@ -63,7 +63,7 @@ func TestRecordsBucketPresentWhileRunning(t *testing.T) {
 	t.Parallel()
 	engine := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer engine.Close()
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	opts := natstest.Options(t.TempDir())
 	opts.Port = port
 

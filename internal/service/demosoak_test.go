@@ -33,6 +33,7 @@ import (
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/lag"
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
 )
@@ -66,7 +67,7 @@ func TestDemoKeepsUp(t *testing.T) {
 	cfg.Demo = true
 	cfg.DemoIncidents = os.Getenv("DEMO_SOAK_INCIDENTS") == "1"
 	cfg.DataDir = t.TempDir()
-	cfg.NATS.Listen = freeAddr(t)
+	cfg.NATS.Listen = natstest.FreeAddr(t)
 	cfg.HTTP.Addr = "" // the registry is read here, not scraped
 	require.NoError(t, cfg.Validate())
 
@@ -207,15 +208,4 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
-}
-
-// freeAddr returns a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }

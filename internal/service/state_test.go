@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -54,14 +53,6 @@ func series(t *testing.T, reg *prometheus.Registry, name string) map[string]floa
 	return out
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // TestConsumingStateFromStart: from the moment the process starts, a
 // replica says whether it consumes and, when not, why, as gauges labelled
 // with its stream and durable: connecting while NATS does not answer,
@@ -72,7 +63,7 @@ func TestConsumingStateFromStart(t *testing.T) {
 	t.Parallel()
 	engine := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer engine.Close()
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	opts := natstest.Options(t.TempDir())
 	opts.Port = port
 
