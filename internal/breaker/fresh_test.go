@@ -2,7 +2,7 @@ package breaker_test
 
 import (
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,37 +75,44 @@ func TestAFailedProbeOfAReadThatFailedBeforeDoesNotDecideAlone(t *testing.T) {
 	}
 }
 
+// The retries ask first and wait longest; synctest.Wait orders the two
+// pairs: it returns once the retries are blocked in Acquire, before the
+// fresh reads ask, and once the fresh reads are too, before the cool-down
+// ends.
 func TestFreshReadsProbeFirst(t *testing.T) {
-	b, c, _ := newBreaker(t)
-	for range 10 {
-		call(t, b, true)
-	}
-	require.Equal(t, breaker.Open, b.State())
-	type got struct {
-		fresh bool
-		p     breaker.Permit
-	}
-	ch := make(chan got, 4)
-	acquire := func(fresh bool) {
-		p, err := b.Acquire(t.Context(), fresh)
-		if err == nil {
-			ch <- got{fresh, p}
+	synctest.Test(t, func(t *testing.T) {
+		b, c, _ := newBreaker(t)
+		for range 10 {
+			call(t, b, true)
 		}
-	}
-	go acquire(false)
-	go acquire(false)
-	time.Sleep(10 * time.Millisecond) // the retries wait first
-	go acquire(true)
-	go acquire(true)
-	require.Eventually(t, func() bool { return breaker.FreshWaiting(b) }, time.Second, time.Millisecond)
-	c.coolDownOver()
-	first, second := <-ch, <-ch
-	assert.True(t, first.fresh && second.fresh, "both probes are fresh reads, though retries waited longer")
-	b.Done(first.p, false)
-	b.Done(second.p, false)
-	assert.Equal(t, breaker.Closed, b.State())
-	third, fourth := <-ch, <-ch
-	assert.False(t, third.fresh || fourth.fresh)
+		require.Equal(t, breaker.Open, b.State())
+		type got struct {
+			fresh bool
+			p     breaker.Permit
+		}
+		ch := make(chan got, 4)
+		acquire := func(fresh bool) {
+			p, err := b.Acquire(t.Context(), fresh)
+			if err == nil {
+				ch <- got{fresh, p}
+			}
+		}
+		go acquire(false)
+		go acquire(false)
+		synctest.Wait() // the retries wait first
+		go acquire(true)
+		go acquire(true)
+		synctest.Wait()
+		require.True(t, breaker.FreshWaiting(b), "both fresh reads wait")
+		c.coolDownOver()
+		first, second := <-ch, <-ch
+		assert.True(t, first.fresh && second.fresh, "both probes are fresh reads, though retries waited longer")
+		b.Done(first.p, false)
+		b.Done(second.p, false)
+		assert.Equal(t, breaker.Closed, b.State())
+		third, fourth := <-ch, <-ch
+		assert.False(t, third.fresh || fourth.fresh)
+	})
 }
 
 func TestARetryProbesWhenNoFreshReadWaits(t *testing.T) {
