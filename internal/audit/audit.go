@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/jstool"
 	"github.com/meterline/meter-consumer/internal/meter"
 )
 
@@ -39,10 +40,15 @@ type Auditor struct {
 	// GetWindow is how many reads of the source stream are asked for at
 	// once (default DefaultGetWindow).
 	GetWindow int
-	// IdleWait is how long a walk waits for the next message before it
-	// asks the server whether any are left (default DefaultIdleWait).
+	// IdleWait is how long the walk of the dead-letter stream waits for the
+	// next message before it asks the server whether any are left (default
+	// jstool.DefaultIdleWait).
 	IdleWait time.Duration
 }
+
+// pageSize bounds the messages of the dead-letter stream buffered by the
+// client at once (headers only).
+const pageSize = 256
 
 // DefaultGetWindow is how many gets of the source stream are in flight at
 // once.
@@ -116,14 +122,14 @@ func (a *Auditor) Run(ctx context.Context, p Period, l *Ledger) (*Result, error)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := a.checkConn(); err != nil {
+	if err := jstool.CheckConn(a.JS); err != nil {
 		return nil, err
 	}
-	src, err := a.lookup(ctx, a.Stream, "source stream", "--stream")
+	src, err := jstool.Lookup(ctx, a.JS, a.Stream, "source stream", "--stream")
 	if err != nil {
 		return nil, err
 	}
-	dst, err := a.lookup(ctx, a.DLQStream, "dead-letter stream", "--dlq-stream")
+	dst, err := jstool.Lookup(ctx, a.JS, a.DLQStream, "dead-letter stream", "--dlq-stream")
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +138,7 @@ func (a *Auditor) Run(ctx context.Context, p Period, l *Ledger) (*Result, error)
 		return nil, fmt.Errorf("durable %s on %s: %w (is --durable right?): %w", a.Durable, a.Stream, ErrNoSuchDurable, err)
 	}
 	if err != nil {
-		return nil, wrapNATS("look up durable "+a.Durable, err)
+		return nil, jstool.Wrap("look up durable "+a.Durable, err)
 	}
 	ci := cons.CachedInfo()
 	si := src.CachedInfo()
@@ -205,14 +211,10 @@ func (r *run) do(ctx context.Context, dst, src jetstream.Stream, l *Ledger) erro
 // collectCopies sorts the dead-letter copies of the period's reads by the
 // read's sequence and stream timestamp.
 func (r *run) collectCopies(ctx context.Context, dst jetstream.Stream, out *sorter) error {
-	state := dst.CachedInfo().State
-	if state.Msgs == 0 {
-		return nil
-	}
 	created := r.srcInfo.Created
 	prefix := r.a.DLQPrefix + "."
 	s := &r.res.Summary
-	return r.a.walk(ctx, dst, jetstream.OrderedConsumerConfig{HeadersOnly: true}, state.LastSeq,
+	return jstool.Walk(ctx, r.a.JS, dst, jstool.WalkOptions{HeadersOnly: true, PageSize: pageSize, IdleWait: r.a.IdleWait},
 		func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 			h := m.Headers()
 			if h.Get(dlq.HeaderStream) != r.a.Stream || r.a.DLQPrefix != "" && !strings.HasPrefix(m.Subject(), prefix) {
@@ -311,7 +313,7 @@ func (r *run) walkSource(ctx context.Context, src jetstream.Stream) error {
 				continue // deleted: a gap, seen at the next read
 			}
 			if err != nil {
-				return wrapNATS(fmt.Sprintf("get seq %d of %s", seq, r.a.Stream), err)
+				return jstool.Wrap(fmt.Sprintf("get seq %d of %s", seq, r.a.Stream), err)
 			}
 			if !r.p.BySeq() && m.Time.After(r.p.Until) {
 				past = true
@@ -354,7 +356,7 @@ func (r *run) firstSince(ctx context.Context, src jetstream.Stream, first, last 
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			hi = mid
 		case err != nil:
-			return 0, wrapNATS(fmt.Sprintf("find the period's start in %s", r.a.Stream), err)
+			return 0, jstool.Wrap(fmt.Sprintf("find the period's start in %s", r.a.Stream), err)
 		case !m.Time.Before(r.p.Since):
 			hi = mid
 		default:
@@ -564,31 +566,6 @@ func (r *run) matchLedger(l Ledger, mem int) error {
 		return li.err
 	}
 	return ki.err
-}
-
-// checkConn fails fast when the connection is not up.
-func (a *Auditor) checkConn() error {
-	if a.JS == nil {
-		return fmt.Errorf("%w: no JetStream context", ErrNotConnected)
-	}
-	if nc := a.JS.Conn(); nc != nil && !nc.IsConnected() {
-		return fmt.Errorf("%w: connection %s", ErrNotConnected, nc.Status())
-	}
-	return nil
-}
-
-func (a *Auditor) lookup(ctx context.Context, name, what, flag string) (jetstream.Stream, error) {
-	if name == "" {
-		return nil, fmt.Errorf("%w: %s: no name (set %s)", ErrNoSuchStream, what, flag)
-	}
-	st, err := a.JS.Stream(ctx, name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("%s %s: %w (is %s right?): %w", what, name, ErrNoSuchStream, flag, err)
-	}
-	if err != nil {
-		return nil, wrapNATS(fmt.Sprintf("look up %s %s", what, name), err)
-	}
-	return st, nil
 }
 
 var _ io.Closer = (*Result)(nil)

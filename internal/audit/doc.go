@@ -6,8 +6,8 @@
 // # What it reads
 //
 // The dead-letter stream whole, headers only, through an ordered consumer
-// (ephemeral, no acks, memory storage, flow-controlled, at most a page of
-// 256 messages in the client, deleted when done); then the source stream
+// (jstool.Walk: ephemeral, no acks, memory storage, flow-controlled, at
+// most a page of 256 messages in the client, deleted when done); then the source stream
 // over the period by gets of each sequence (Auditor.GetWindow at once; a
 // period by time finds its first sequence by a binary search on the
 // stream timestamps), so that the audit's user needs no right to create
@@ -49,7 +49,8 @@
 //
 // Sentinels, matched with errors.Is: ErrNoSuchStream, ErrNoSuchDurable,
 // ErrNotConnected, ErrInvalid (a period, or a ledger without the column
-// asked for). NATS errors are wrapped with %w. A finding is not an error:
+// asked for). ErrNoSuchStream and ErrNotConnected are jstool's, as in
+// dlqops. NATS errors are wrapped with %w. A finding is not an error:
 // Result.Explained says whether there is any.
 //
 // # Concurrency

@@ -7,7 +7,8 @@
 // # Reading the stream
 //
 // Every operation but Show walks the dead-letter stream in sequence order
-// through an ordered consumer (ephemeral, no acks, flow-controlled), holding
+// through an ordered consumer (jstool.Walk: ephemeral, no acks,
+// flow-controlled), holding
 // at most a page of 128 messages in the client, and deletes that consumer when
 // done. An ordered consumer streams millions of messages at the server's pace
 // with one pull per page, where a GetMsg per sequence would pay a round trip
@@ -68,7 +69,8 @@
 // source stream is missing; the message names it and the flag to fix),
 // ErrNoSuchSequence (Show), ErrNotConnected (the connection is closed or the
 // server did not answer in time) and ErrInvalid (a filter, option or time
-// flag). NATS errors are wrapped with %w, so jetstream.ErrStreamNotFound,
+// flag); ErrNoSuchStream and ErrNotConnected are jstool's, as in audit.
+// NATS errors are wrapped with %w, so jetstream.ErrStreamNotFound,
 // jetstream.ErrMsgNotFound and nats.ErrConnectionClosed match too. Replay
 // counts per-read failures in its summary and stops only when ctx is done
 // or the server cannot be reached; Purge goes on past a copy whose mark was

@@ -2,13 +2,9 @@ package dlqops
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -78,25 +74,4 @@ func TestPacer(t *testing.T) {
 	now = now.Add(100 * time.Millisecond)
 	assert.NoError(t, p.wait(t.Context()))
 	assert.Equal(t, []time.Duration{150 * time.Millisecond}, slept)
-}
-
-func TestWrapNATS(t *testing.T) {
-	tests := []struct {
-		err          error
-		notConnected bool
-	}{
-		{nats.ErrConnectionClosed, true},
-		{jetstream.ErrConnectionClosed, true},
-		{fmt.Errorf("request: %w", context.DeadlineExceeded), true},
-		{nats.ErrTimeout, true},
-		{nats.ErrNoServers, true},
-		{context.Canceled, false},
-		{jetstream.ErrStreamNotFound, false},
-		{errors.New("boom"), false},
-	}
-	for _, tt := range tests {
-		err := wrapNATS("look up stream S", tt.err)
-		assert.ErrorIs(t, err, tt.err)
-		assert.Equal(t, tt.notConnected, errors.Is(err, ErrNotConnected), "%v", tt.err)
-	}
 }

@@ -2,13 +2,12 @@ package dlqops
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/jstool"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -29,15 +28,9 @@ type Ops struct {
 	// (default: a timer).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// IdleWait is how long a scan waits for the next copy before it asks
-	// the server whether any are left (default DefaultIdleWait).
+	// the server whether any are left (default jstool.DefaultIdleWait):
+	// copies can be deleted while a scan runs.
 	IdleWait time.Duration
-}
-
-func (o *Ops) idleWait() time.Duration {
-	if o.IdleWait <= 0 {
-		return DefaultIdleWait
-	}
-	return o.IdleWait
 }
 
 func (o *Ops) out() io.Writer {
@@ -61,36 +54,10 @@ func (o *Ops) sleep(ctx context.Context, d time.Duration) error {
 	return retry.Sleep(ctx, d)
 }
 
-// checkConn fails fast when the connection is not up, instead of letting
-// every request wait for its timeout.
-func (o *Ops) checkConn() error {
-	if o.JS == nil {
-		return fmt.Errorf("%w: no JetStream context", ErrNotConnected)
-	}
-	if nc := o.JS.Conn(); nc != nil && !nc.IsConnected() {
-		return fmt.Errorf("%w: connection %s", ErrNotConnected, nc.Status())
-	}
-	return nil
-}
-
 // dlqStream looks up the dead-letter stream; its cached info is fresh.
 func (o *Ops) dlqStream(ctx context.Context) (jetstream.Stream, error) {
-	if err := o.checkConn(); err != nil {
+	if err := jstool.CheckConn(o.JS); err != nil {
 		return nil, err
 	}
-	return lookup(ctx, o.JS, o.Stream, "dead-letter stream", "--dlq-stream")
-}
-
-func lookup(ctx context.Context, js jetstream.JetStream, name, what, flag string) (jetstream.Stream, error) {
-	if name == "" {
-		return nil, fmt.Errorf("%w: %s: no name (set %s)", ErrNoSuchStream, what, flag)
-	}
-	st, err := js.Stream(ctx, name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("%s %s: %w (is %s right?): %w", what, name, ErrNoSuchStream, flag, err)
-	}
-	if err != nil {
-		return nil, wrapNATS(fmt.Sprintf("look up %s %s", what, name), err)
-	}
-	return st, nil
+	return jstool.Lookup(ctx, o.JS, o.Stream, "dead-letter stream", "--dlq-stream")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/jstool"
 )
 
 // purged is what Purge keeps of a selected copy: what its mark needs, never
@@ -63,9 +64,9 @@ func (o *Ops) Purge(ctx context.Context, f Filter, why string, confirm func(n in
 		if p.kept == nil {
 			if err := o.mark(ctx, p.prefix, p.mark); err != nil {
 				p.kept = fmt.Errorf("its mark was not stored: %w", err)
-				if ctx.Err() != nil || notConnected(err) {
+				if ctx.Err() != nil || jstool.Unreachable(err) {
 					fmt.Fprintf(w, "deleted %d of %d dead-lettered reads from %s\n", n, len(sel), o.Stream)
-					return n, wrapNATS(fmt.Sprintf("purge %s: seq %d not deleted", o.Stream, p.seq), p.kept)
+					return n, jstool.Wrap(fmt.Sprintf("purge %s: seq %d not deleted", o.Stream, p.seq), p.kept)
 				}
 			}
 		}
@@ -77,7 +78,7 @@ func (o *Ops) Purge(ctx context.Context, f Filter, why string, confirm func(n in
 		deleted, err := deleteCopy(ctx, st, p.seq)
 		if err != nil {
 			fmt.Fprintf(w, "deleted %d of %d dead-lettered reads from %s\n", n, len(sel), o.Stream)
-			return n, wrapNATS("purge "+o.Stream, err)
+			return n, jstool.Wrap("purge "+o.Stream, err)
 		}
 		if deleted {
 			n++

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/jstool"
 )
 
 // Replay defaults.
@@ -95,7 +96,7 @@ func (o *Ops) Replay(ctx context.Context, ro ReplayOptions) (ReplaySummary, erro
 		return ReplaySummary{}, err
 	}
 	if !ro.DryRun && o.SourceStream != "" {
-		if _, err := lookup(ctx, o.JS, o.SourceStream, "source stream", "--stream"); err != nil {
+		if _, err := jstool.Lookup(ctx, o.JS, o.SourceStream, "source stream", "--stream"); err != nil {
 			return ReplaySummary{}, err
 		}
 	}
@@ -191,7 +192,7 @@ func (r *replayer) one(e Entry) error {
 			return ctx.Err()
 		}
 		r.sum.Failed++
-		if notConnected(err) {
+		if jstool.Unreachable(err) {
 			return fmt.Errorf("%w: replay seq %d to %s (copy kept; run the replay again: within the source stream's duplicate window a republish that did land counts as a duplicate): %w",
 				ErrNotConnected, e.Seq, msg.Subject, err)
 		}
@@ -207,8 +208,8 @@ func (r *replayer) one(e Entry) error {
 		err = fmt.Errorf("seq %d: replayed as %s seq %d, but its mark was not stored; copy kept (running the replay again is safe: "+
 			"the republish is a duplicate within %s's duplicate window, the mark a duplicate by its id): %w",
 			e.Seq, ack.Stream, ack.Sequence, ack.Stream, err)
-		if ctx.Err() != nil || notConnected(err) {
-			return wrapNATS("replay", err)
+		if ctx.Err() != nil || jstool.Unreachable(err) {
+			return jstool.Wrap("replay", err)
 		}
 		r.bar.line("%v", err)
 		return nil
@@ -218,8 +219,8 @@ func (r *replayer) one(e Entry) error {
 		r.sum.Failed++
 		err = fmt.Errorf("seq %d: replayed as %s seq %d, but its copy was not deleted (run the replay again within %s's duplicate window to remove it): %w",
 			e.Seq, ack.Stream, ack.Sequence, ack.Stream, err)
-		if ctx.Err() != nil || notConnected(err) {
-			return wrapNATS("replay", err)
+		if ctx.Err() != nil || jstool.Unreachable(err) {
+			return jstool.Wrap("replay", err)
 		}
 		r.bar.line("%v", err)
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/jstool"
 )
 
 // Show writes one copy in full: its subject, every header (sorted, one line
@@ -26,7 +27,7 @@ func (o *Ops) Show(ctx context.Context, seq uint64) error {
 		return fmt.Errorf("sequence %d in %s: %w (see consumer dlq list): %w", seq, o.Stream, ErrNoSuchSequence, err)
 	}
 	if err != nil {
-		return wrapNATS(fmt.Sprintf("get sequence %d from %s", seq, o.Stream), err)
+		return jstool.Wrap(fmt.Sprintf("get sequence %d from %s", seq, o.Stream), err)
 	}
 	w := o.out()
 	fmt.Fprintf(w, "seq %d in %s, subject %s\n\n", m.Sequence, o.Stream, m.Subject)
