@@ -8,16 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/audit"
-	"github.com/meterline/meter-consumer/internal/dlqops"
-	"github.com/meterline/meter-consumer/internal/service"
 )
 
 // auditConnFlags are the configuration flags "consumer audit" uses.
@@ -70,18 +64,8 @@ func (a *auditArgs) period(now time.Time) (audit.Period, error) {
 		}
 		p.Since, p.Until = d, d.AddDate(0, 0, 1).Add(-time.Nanosecond)
 	}
-	for _, tf := range []struct {
-		give, name string
-		to         *time.Time
-	}{{a.since, "--since", &p.Since}, {a.until, "--until", &p.Until}} {
-		if tf.give == "" {
-			continue
-		}
-		t, err := dlqops.ParseTimeFlag(tf.give, now)
-		if err != nil {
-			return p, fmt.Errorf("%s: %w", tf.name, err)
-		}
-		*tf.to = t
+	if err := parseSinceUntil(a.since, a.until, now, &p.Since, &p.Until); err != nil {
+		return p, err
 	}
 	p.FromSeq, p.ToSeq = a.fromSeq, a.toSeq
 	if p == (audit.Period{}) {
@@ -99,10 +83,7 @@ func (a *auditArgs) period(now time.Time) (audit.Period, error) {
 // runAudit runs "consumer audit"; it returns the exit code. Every argument
 // is checked before it connects to NATS.
 func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "consumer audit: %s\n", fmt.Sprintf(format, a...))
-		return code
-	}
+	fail := toolFail(stderr, "consumer audit")
 	fs := flag.NewFlagSet("consumer audit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var a auditArgs
@@ -113,11 +94,7 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprint(stdout, auditUsageText)
 		fmt.Fprint(stdout, "\nFlags:\n")
 		config.PrintFlags(stdout, fs, own)
-		fmt.Fprint(stdout, "\nConnection (also from the environment and --config; see consumer --help):\n")
-		if f := fs.Lookup("config"); f != nil {
-			f.Usage = "`path` of a YAML file to read settings from"
-		}
-		config.PrintFlags(stdout, fs, append([]string{"config"}, auditConnFlags...))
+		printConnFlags(stdout, fs, auditConnFlags)
 		return exitOK
 	}
 	if err != nil {
@@ -140,24 +117,12 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 		ledger = &audit.Ledger{Name: a.ledger, R: f, Column: a.ledgerColumn}
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var refused atomic.Pointer[string]
-	nc, err := service.Dial(ctx, cfg.NATS, log, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrPermissionViolation) {
-			msg := err.Error()
-			refused.Store(&msg)
-		}
-		log.Warn("NATS async error", slog.Any("error", err))
-	}))
-	if err != nil {
-		return fail(exitFailure, "not connected: %v", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	conn, err := dialTool(ctx, cfg.NATS, stderr)
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	aud := &audit.Auditor{JS: js, Stream: cfg.Stream.Name, DLQStream: cfg.DLQ.Stream, DLQPrefix: cfg.DLQ.Prefix,
+	defer conn.Close()
+	aud := &audit.Auditor{JS: conn.js, Stream: cfg.Stream.Name, DLQStream: cfg.DLQ.Stream, DLQPrefix: cfg.DLQ.Prefix,
 		Durable: cfg.Consumer.Durable, SortMemory: a.sortMemoryMiB << 20}
 	if isTerminal(stderr) {
 		aud.Progress = func(done, total uint64) { fmt.Fprintf(stderr, "\rreads walked %d of at most %d", done, total) }
@@ -167,10 +132,7 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
-		if r := refused.Load(); r != nil {
-			return fail(exitFailure, "%v (NATS refused a permission: %s; see "+permissionsDoc+")", err, *r)
-		}
-		return fail(exitFailure, "%v", err)
+		return fail(exitFailure, "%v", conn.failure(err))
 	}
 	defer res.Close()
 	if a.json {

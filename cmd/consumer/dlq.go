@@ -7,25 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/dlqops"
-	"github.com/meterline/meter-consumer/internal/service"
 )
-
-// permissionsDoc is where a tool refused a permission sends its user: the
-// one place the NATS permissions of every user are defined.
-const permissionsDoc = "docs/OPERATIONS.md, NATS permissions"
 
 // dlqCommand is one "consumer dlq" subcommand and the flag groups it takes.
 type dlqCommand struct {
@@ -75,11 +65,7 @@ func dlqCommandUsage(w io.Writer, c dlqCommand, fs *flag.FlagSet, own []string) 
 		fmt.Fprint(w, "\nFlags:\n")
 		config.PrintFlags(w, fs, own)
 	}
-	fmt.Fprint(w, "\nConnection (also from the environment and --config; see consumer --help):\n")
-	if f := fs.Lookup("config"); f != nil { // config.LoadTool adds it without help
-		f.Usage = "`path` of a YAML file to read settings from"
-	}
-	config.PrintFlags(w, fs, append([]string{"config"}, dlqConnFlags...))
+	printConnFlags(w, fs, dlqConnFlags)
 	fmt.Fprintf(w, "\n%s", dlqNote)
 }
 
@@ -151,15 +137,8 @@ func (a *dlqArgs) filter(now time.Time) (dlqops.Filter, error) {
 	if f.Reason != "" && !slices.Contains(reasons(), f.Reason) {
 		return f, fmt.Errorf("--reason %q: want %s", f.Reason, strings.Join(reasons(), " or "))
 	}
-	for _, tf := range []struct {
-		give, name string
-		to         *time.Time
-	}{{a.since, "--since", &f.Since}, {a.until, "--until", &f.Until}} {
-		t, err := dlqops.ParseTimeFlag(tf.give, now)
-		if err != nil {
-			return f, fmt.Errorf("%s: %w", tf.name, err)
-		}
-		*tf.to = t
+	if err := parseSinceUntil(a.since, a.until, now, &f.Since, &f.Until); err != nil {
+		return f, err
 	}
 	return f, f.Validate()
 }
@@ -187,10 +166,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 		return exitBadUsage
 	}
 	cmd := dlqCommands[i]
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "consumer dlq %s: %s\n", sub, fmt.Sprintf(format, a...))
-		return code
-	}
+	fail := toolFail(stderr, "consumer dlq "+sub)
 
 	var positional []string
 	if len(flags) > 0 && !strings.HasPrefix(flags[0], "-") {
@@ -233,26 +209,12 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// A refused permission reaches the client as an asynchronous error and
-	// the request then times out: remember it, to say why.
-	var refused atomic.Pointer[string]
-	nc, err := service.Dial(ctx, cfg.NATS, log, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrPermissionViolation) {
-			msg := err.Error()
-			refused.Store(&msg)
-		}
-		log.Warn("NATS async error", slog.Any("error", err))
-	}))
-	if err != nil {
-		return fail(exitFailure, "not connected: %v", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	conn, err := dialTool(ctx, cfg.NATS, stderr)
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	ops := &dlqops.Ops{JS: js, Stream: cfg.DLQ.Stream, SourceStream: cfg.Stream.Name, Out: stdout, Terminal: isTerminal(stdout), Actor: a.by}
+	defer conn.Close()
+	ops := &dlqops.Ops{JS: conn.js, Stream: cfg.DLQ.Stream, SourceStream: cfg.Stream.Name, Out: stdout, Terminal: isTerminal(stdout), Actor: a.by}
 
 	switch sub {
 	case "list":
@@ -283,10 +245,7 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 		}
 	}
 	if err != nil {
-		if r := refused.Load(); r != nil {
-			return fail(exitFailure, "%v (NATS refused a permission: %s; see "+permissionsDoc+")", err, *r)
-		}
-		return fail(exitFailure, "%v", err)
+		return fail(exitFailure, "%v", conn.failure(err))
 	}
 	return exitOK
 }
