@@ -47,10 +47,11 @@
 //
 // # Errors
 //
-// Sentinels, matched with errors.Is: ErrNoSuchStream, ErrNoSuchDurable,
-// ErrNotConnected, ErrInvalid (a period, or a ledger without the column
-// asked for). ErrNoSuchStream and ErrNotConnected are jstool's, as in
-// dlqops. NATS errors are wrapped with %w. A finding is not an error:
+// Sentinels, matched with errors.Is: jstool.ErrNoSuchStream (the source or
+// the dead-letter stream), ErrNoSuchDurable, jstool.ErrNotConnected (the
+// connection is closed or the server did not answer in time), ErrInvalid (a
+// period, or a ledger without the column asked for). NATS errors are
+// wrapped with %w. A finding is not an error:
 // Result.Explained says whether there is any.
 //
 // # Concurrency

@@ -1,22 +1,13 @@
 package audit
 
-import (
-	"errors"
+import "errors"
 
-	"github.com/meterline/meter-consumer/internal/jstool"
-)
-
-// Sentinel errors, matched with errors.Is.
+// Sentinel errors, matched with errors.Is; a stream missing or NATS out of
+// reach is jstool.ErrNoSuchStream or jstool.ErrNotConnected.
 var (
-	// ErrNoSuchStream: the source or the dead-letter stream does not exist
-	// (jstool.ErrNoSuchStream).
-	ErrNoSuchStream = jstool.ErrNoSuchStream
 	// ErrNoSuchDurable: the durable consumer does not exist on the source
 	// stream.
 	ErrNoSuchDurable = errors.New("no such durable consumer")
-	// ErrNotConnected: the NATS connection is closed or the server did not
-	// answer in time (jstool.ErrNotConnected).
-	ErrNotConnected = jstool.ErrNotConnected
 	// ErrInvalid: a period, an option or an engine ledger that cannot be
 	// used.
 	ErrInvalid = errors.New("invalid")

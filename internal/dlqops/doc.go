@@ -65,13 +65,13 @@
 //
 // # Errors
 //
-// Sentinels, matched with errors.Is: ErrNoSuchStream (the dead-letter or the
-// source stream is missing; the message names it and the flag to fix),
-// ErrNoSuchSequence (Show), ErrNotConnected (the connection is closed or the
-// server did not answer in time) and ErrInvalid (a filter, option or time
-// flag); ErrNoSuchStream and ErrNotConnected are jstool's, as in audit.
-// NATS errors are wrapped with %w, so jetstream.ErrStreamNotFound,
-// jetstream.ErrMsgNotFound and nats.ErrConnectionClosed match too. Replay
+// Sentinels, matched with errors.Is: jstool.ErrNoSuchStream (the
+// dead-letter or the source stream is missing; the message names it and the
+// flag to fix), ErrNoSuchSequence (Show), jstool.ErrNotConnected (the
+// connection is closed or the server did not answer in time) and ErrInvalid
+// (a filter, option or time flag). NATS errors are wrapped with %w, so
+// jetstream.ErrStreamNotFound, jetstream.ErrMsgNotFound and
+// nats.ErrConnectionClosed match too. Replay
 // counts per-read failures in its summary and stops only when ctx is done
 // or the server cannot be reached; Purge goes on past a copy whose mark was
 // not stored (it is kept, and the purge then fails) and stops at a delete

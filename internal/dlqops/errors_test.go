@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/dlqops"
+	"github.com/meterline/meter-consumer/internal/jstool"
 )
 
 // every runs each operation with o.
@@ -35,7 +36,7 @@ func TestNoSuchStream(t *testing.T) {
 	for name, op := range every(e.ops) {
 		t.Run(name, func(t *testing.T) {
 			err := op(t.Context())
-			require.ErrorIs(t, err, dlqops.ErrNoSuchStream)
+			require.ErrorIs(t, err, jstool.ErrNoSuchStream)
 			assert.ErrorIs(t, err, jetstream.ErrStreamNotFound)
 			assert.Contains(t, err.Error(), "dead-letter stream NOPE")
 			assert.Contains(t, err.Error(), "--dlq-stream")
@@ -47,7 +48,7 @@ func TestReplayNoSuchSourceStream(t *testing.T) {
 	e := newEnv(t, reads()...)
 	e.ops.SourceStream = "NOPE"
 	_, err := e.ops.Replay(t.Context(), dlqops.ReplayOptions{})
-	require.ErrorIs(t, err, dlqops.ErrNoSuchStream)
+	require.ErrorIs(t, err, jstool.ErrNoSuchStream)
 	assert.Contains(t, err.Error(), "source stream NOPE")
 	assert.Contains(t, err.Error(), "--stream")
 	assert.Len(t, e.copies(), 5, "nothing was touched")
@@ -62,12 +63,12 @@ func TestNotConnected(t *testing.T) {
 	for name, op := range every(e.ops) {
 		t.Run(name, func(t *testing.T) {
 			err := op(t.Context())
-			require.ErrorIs(t, err, dlqops.ErrNotConnected)
+			require.ErrorIs(t, err, jstool.ErrNotConnected)
 			assert.Contains(t, err.Error(), "not connected to NATS")
 		})
 	}
 	o := &dlqops.Ops{Stream: dlqName}
-	assert.ErrorIs(t, o.List(t.Context(), dlqops.Filter{}, false), dlqops.ErrNotConnected, "no JetStream at all")
+	assert.ErrorIs(t, o.List(t.Context(), dlqops.Filter{}, false), jstool.ErrNotConnected, "no JetStream at all")
 }
 
 // TestServerGoneMidReplay: the connection drops during a replay. The
@@ -81,7 +82,7 @@ func TestServerGoneMidReplay(t *testing.T) {
 		return nil
 	}
 	sum, err := e.ops.Replay(t.Context(), dlqops.ReplayOptions{})
-	require.ErrorIs(t, err, dlqops.ErrNotConnected)
+	require.ErrorIs(t, err, jstool.ErrNotConnected)
 	assert.ErrorIs(t, err, nats.ErrConnectionClosed)
 	assert.Equal(t, 2, sum.Replayed)
 	assert.LessOrEqual(t, sum.Failed, 1)

@@ -194,7 +194,7 @@ func (r *replayer) one(e Entry) error {
 		r.sum.Failed++
 		if jstool.Unreachable(err) {
 			return fmt.Errorf("%w: replay seq %d to %s (copy kept; run the replay again: within the source stream's duplicate window a republish that did land counts as a duplicate): %w",
-				ErrNotConnected, e.Seq, msg.Subject, err)
+				jstool.ErrNotConnected, e.Seq, msg.Subject, err)
 		}
 		r.bar.line("seq %d: not replayed, copy kept: publish to %s: %v", e.Seq, msg.Subject, err)
 		return nil

@@ -22,8 +22,8 @@
 // names the stream and the flag to fix) and ErrNotConnected (the connection
 // is closed or the server did not answer in time). NATS errors are wrapped
 // with %w, so jetstream.ErrStreamNotFound and nats.ErrConnectionClosed
-// match too. internal/audit and internal/dlqops export these sentinels
-// under their own names: audit.ErrNotConnected is ErrNotConnected.
+// match too. internal/audit and internal/dlqops return these sentinels
+// for a missing stream and NATS out of reach.
 //
 // # Concurrency
 //
