@@ -3,7 +3,8 @@
 // binary uses: it POSTs the normalised read as JSON under the read's stable
 // idempotency key, over a pooled transport sized for the consumer's
 // concurrency, and classifies every outcome with package classify (including
-// Retry-After). A redirect is never followed: a 3xx is a failure.
+// Retry-After). A redirect is never followed: a 3xx is a failure. Discard
+// is the no-op sink of tests and benchmarks.
 //
 // # The rate engine's door
 //
@@ -27,5 +28,5 @@
 // line holds a token, a key or a header value: a token file that cannot be
 // read again keeps the last good token and is logged once, by path.
 //
-// HTTP is safe for concurrent use.
+// HTTP and Discard are safe for concurrent use.
 package downstream

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +12,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
-	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
@@ -57,7 +55,7 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	pipeline := func(change func(*stream.Options)) error {
 		o := service.PipelineOptions(cfg)
-		o.Sink = downstream.SinkFunc(func(context.Context, meter.Read) error { return nil })
+		o.Sink = downstream.Discard{}
 		o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream})
 		o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
 		o.Rand = retry.NewRand(1)

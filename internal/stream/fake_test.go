@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
-	"github.com/meterline/meter-consumer/internal/meter"
 )
 
 // fakeMsg is a jetstream.Msg with the metadata a test sets, recording every
@@ -140,13 +139,6 @@ func (r *memRecords) record(seq uint64) Record {
 	s.Record.PublishedAt = time.Time{}
 	return s.Record
 }
-
-// boundedNoop is the no-op sink: it answers at once; given as bounded
-// (SinkTimeout), like the production HTTP sink, so handle adds no timeout
-// of its own.
-type boundedNoop struct{}
-
-func (boundedNoop) Deliver(context.Context, meter.Read) error { return nil }
 
 // fakeDeadLetter stores copies in memory, or fails as told.
 type fakeDeadLetter struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -59,7 +60,7 @@ func benchConsumer(b *testing.B) *Consumer {
 	c, err := New(Options{
 		Policy:      retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute},
 		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
-		Sink: boundedNoop{}, SinkTimeout: time.Nanosecond,
+		Sink: downstream.Discard{}, SinkTimeout: downstream.Discard{}.Timeout(),
 		DeadLetter:      &fakeDeadLetter{},
 		Metrics:         NewMetrics(prometheus.NewRegistry()),
 		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),

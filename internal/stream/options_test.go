@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -20,7 +21,7 @@ func TestNewRequiresTheBinarysSettings(t *testing.T) {
 			Policy:      retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 			Concurrency: 4, AckWait: 5 * time.Second, HandlerTimeout: time.Second, ShutdownTimeout: time.Second,
 			DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
-			Sink:            boundedNoop{}, DeadLetter: &fakeDeadLetter{}, Metrics: NewMetrics(prometheus.NewRegistry()),
+			Sink:            downstream.Discard{}, DeadLetter: &fakeDeadLetter{}, Metrics: NewMetrics(prometheus.NewRegistry()),
 			Rand: retry.NewRand(1),
 		}
 	}

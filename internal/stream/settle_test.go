@@ -218,7 +218,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	var deadline time.Time
 	dl := &fakeDeadLetter{block: true, seen: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
 	c, err := New(Options{
-		Policy: retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}, Sink: downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
+		Policy: retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}, Sink: downstream.Discard{},
 		DeadLetter: dl, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
 		HandlerTimeout: timeout, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
 		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
