@@ -320,6 +320,26 @@ func (s *limitSampler) end(after time.Duration) (least int, at time.Duration, n 
 	return least, at, n
 }
 
+// median is the median limit sampled from after on (the sampler stopped;
+// -1 without samples): the steady state, as the engine matrix reports it,
+// where the limit at one instant may be a round's trim by chance.
+func (s *limitSampler) median(after time.Duration) int {
+	s.halt()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ls []int
+	for _, x := range s.samples {
+		if x.at >= after {
+			ls = append(ls, x.limit)
+		}
+	}
+	if len(ls) == 0 {
+		return -1
+	}
+	slices.Sort(ls)
+	return ls[len(ls)/2]
+}
+
 // A backlog of the partial mix against an engine of ample capacity whose
 // healthy reads take 5-25ms and whose per-read failures are answered at
 // once: 15% of the reads 503 on their first call only, 3% 429 with
@@ -368,12 +388,13 @@ func TestFailuresAnsweredAtOnceAreTheReadsOwn(t *testing.T) {
 	took := time.Since(began)
 	endLimit := l.Limit()
 	least, leastAt, n := samples.end(time.Second)
+	median := samples.median(time.Second)
 	if n == 0 { // settled within the first second: nothing to say
-		least = endLimit
+		least, median = endLimit, endLimit
 	}
 	s := e.re.Stats()
-	t.Logf("settled=%v in %s: %d calls, %d billed of %d reads; limit at the end %d, least after 1s %d (at %s, %d samples); credited %v; retries spent %.0f, denied %.0f; pauses %v",
-		settled, took.Round(time.Millisecond), s.Calls, s.Billed, reads, endLimit, least, leastAt.Round(time.Millisecond), n,
+	t.Logf("settled=%v in %s: %d calls, %d billed of %d reads; limit at the end %d, median after 1s %d, least %d (at %s, %d samples); credited %v; retries spent %.0f, denied %.0f; pauses %v",
+		settled, took.Round(time.Millisecond), s.Calls, s.Billed, reads, endLimit, median, least, leastAt.Round(time.Millisecond), n,
 		e.credited(), e.metric("meter_consumer_retries_total", "budget", "spent"),
 		e.metric("meter_consumer_retries_total", "budget", "denied"), pauses(e))
 
@@ -381,8 +402,10 @@ func TestFailuresAnsweredAtOnceAreTheReadsOwn(t *testing.T) {
 	// The limit: nothing here is load, so it stays near its bound. 24 and
 	// 16 leave room for a correct limit that probes downwards now and
 	// then (a Vegas- or Gradient-like limit trims a few calls when a round
-	// is slow by chance); today's falls to 1.
-	assert.GreaterOrEqual(t, endLimit, 24, "the limit at the end stays near its bound of 32")
+	// is slow by chance); today's falls to 1. Its median after the first
+	// second, not its value at one instant: at the end of the backlog a
+	// round slowed by the race detector trimmed it to 22 (CI, 2026-12-05).
+	assert.GreaterOrEqual(t, median, 24, "the limit stays near its bound of 32 (median of 10ms samples after the first second)")
 	assert.GreaterOrEqual(t, least, 16, "the limit never falls below half its bound after the first second (least %d at %s)", least, leastAt)
 	assert.Zero(t, e.metric("meter_consumer_retries_total", "budget", "denied"), "no retry waits on the budget: the engine is not overloaded")
 	assert.Zero(t, e.metric("meter_consumer_uncharged_failures_total", "why", "shedding"), "no read's own failure is credited as the engine's shedding")
