@@ -50,7 +50,7 @@ type Options struct {
 	// the reads' own) never open it. nil: always silent.
 	Silent func() bool
 
-	Rand      retry.Source                       // jitter (default: seeded from the clock)
+	Rand      retry.Source                       // jitter (nil, in tests: seeded from the clock; the binary passes service.Deps.Rand through stream.Options.Rand)
 	Clock     clock.Clock                        // the window runs on its monotonic clock (default clock.System())
 	OnChange  func(from, to State)               // called after each transition, outside the lock
 	AfterFunc func(time.Duration, func()) func() // timer (default time.AfterFunc); returns stop

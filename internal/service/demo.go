@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,14 +16,20 @@ import (
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/demo"
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // startDemo starts the simulated rate engine on loopback, its incidents if
 // cfg.DemoIncidents, and the simulated head-end publishing to the first
 // consumed subject's prefix; the engine's phase gauge is registered on reg.
 // It returns the rate engine's URL and a stop function that waits for them.
-func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (string, func(), error) {
-	seed := uint64(time.Now().UnixNano())
+// The simulators' randomness is seeded from rnd, the service's one source.
+func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, rnd retry.Source, log *slog.Logger) (string, func(), error) {
+	subject, err := subjectPrefix(cfg.Stream.Subjects)
+	if err != nil {
+		return "", nil, err
+	}
+	seed := uint64(rnd.Int64N(math.MaxInt64))
 	re, err := demo.NewRateEngine(demo.RateEngineOptions{
 		Rand:    rand.New(rand.NewPCG(seed, 1)),
 		Metrics: demo.NewMetrics(reg),
@@ -41,7 +50,7 @@ func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, r
 	}
 	he := &demo.HeadEnd{
 		Publisher:      js,
-		Subject:        subjectPrefix(cfg.Stream.Subjects),
+		Subject:        subject,
 		Rate:           20,
 		Meters:         500,
 		InvalidPercent: 3,
@@ -76,17 +85,18 @@ func startDemo(ctx context.Context, cfg config.Config, js jetstream.JetStream, r
 	}, nil
 }
 
-// subjectPrefix turns the first consumed subject into a publish prefix:
-// "meter.reads.>" gives "meter.reads". Without one (or with only
-// wildcards) it is the default subject's.
-func subjectPrefix(subjects []string) string {
-	def := config.Default().Stream.Subjects[0]
-	s := def
-	if len(subjects) > 0 {
-		s = subjects[0]
+// subjectPrefix turns the first consumed subject into the prefix the
+// simulated head-end publishes under (it adds a region token): "meter.reads.>"
+// gives "meter.reads". A subject that leaves no prefix without wildcards
+// ("*", "*.*", "meter.*.reads") is refused: the head-end would publish
+// where the consumer does not read.
+func subjectPrefix(subjects []string) (string, error) {
+	if len(subjects) == 0 {
+		return "", fmt.Errorf("demo: stream.subjects is empty: the simulated head-end needs a subject to publish under")
 	}
-	if p := strings.TrimRight(s, ">*."); p != "" {
-		return p
+	p := strings.TrimRight(subjects[0], ">*.")
+	if p == "" || slices.ContainsFunc(strings.Split(p, "."), func(t string) bool { return t == "*" || t == ">" }) {
+		return "", fmt.Errorf("demo: stream.subjects[0] (%q) leaves no prefix without wildcards for the simulated head-end to publish under: start it with literal tokens, e.g. meter.reads.>", subjects[0])
 	}
-	return strings.TrimRight(def, ">*.")
+	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSubjectPrefix(t *testing.T) {
@@ -13,10 +14,14 @@ func TestSubjectPrefix(t *testing.T) {
 	}{
 		{[]string{"meter.reads.>"}, "meter.reads"},
 		{[]string{"north.reads.*", "south.reads.>"}, "north.reads"},
-		{[]string{">"}, "meter.reads"},
-		{nil, "meter.reads"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, subjectPrefix(tt.give), "%v", tt.give)
+		got, err := subjectPrefix(tt.give)
+		require.NoError(t, err, "%v", tt.give)
+		assert.Equal(t, tt.want, got, "%v", tt.give)
+	}
+	for _, give := range [][]string{nil, {">"}, {"*"}, {"*.*"}, {"meter.*.reads"}} {
+		_, err := subjectPrefix(give)
+		assert.Error(t, err, "%v", give)
 	}
 }

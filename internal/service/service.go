@@ -32,8 +32,12 @@ import (
 type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here and served on /metrics
-	Rand     retry.Source         // jitter; nil seeds from the clock
-	Version  string               // the build's version, on the start-up line
+	// Rand is the process's one random source: the retry jitter, the
+	// breaker's and the engine view's (through stream.Options.Rand), the
+	// connect and lag waits, and the seeds of the demo's simulators. nil
+	// seeds one from the clock, in Run, the only place the binary seeds.
+	Rand    retry.Source
+	Version string // the build's version, on the start-up line
 	// LagInterval is the mean interval between two backlog readings; 0 is
 	// LagInterval (tests shorten it).
 	LagInterval time.Duration
@@ -146,7 +150,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	}
 	reportTopology(set, topo, embedded, sm.topo, log)
 
-	sink, stopSink, err := sinkFor(ctx, cfg, js, reg, log)
+	sink, stopSink, err := sinkFor(ctx, cfg, js, reg, rnd, log)
 	if err != nil {
 		return err
 	}
@@ -380,10 +384,10 @@ func drain(ctx context.Context, nc *nats.Conn) error {
 
 // sinkFor builds the HTTP sink (and, in demo mode, starts the simulators);
 // stop closes its idle connections and stops the simulators.
-func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (*downstream.HTTP, func(), error) {
+func sinkFor(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, rnd retry.Source, log *slog.Logger) (*downstream.HTTP, func(), error) {
 	url, stopDemo := cfg.Downstream.URL, func() {}
 	if cfg.Demo {
-		demoURL, stop, err := startDemo(ctx, cfg, js, reg, log)
+		demoURL, stop, err := startDemo(ctx, cfg, js, reg, rnd, log)
 		if err != nil {
 			return nil, nil, err
 		}
