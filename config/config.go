@@ -72,6 +72,10 @@ type Stream struct {
 	// MaxAge and MaxBytes bound a created stream (0: unlimited).
 	MaxAge   time.Duration `yaml:"max_age"`
 	MaxBytes int           `yaml:"max_bytes"`
+	// Duplicates is a created stream's duplicate window: a read published
+	// again with the same Nats-Msg-Id within it is dropped (a head-end's
+	// retry, a dead-letter replay run again).
+	Duplicates time.Duration `yaml:"duplicates"`
 	// Reconcile updates existing streams and the durable to these settings
 	// instead of refusing a durable the service cannot run on.
 	Reconcile bool `yaml:"reconcile"`
@@ -106,6 +110,12 @@ type Retry struct {
 	// expired instead of retried. 0 turns it off.
 	MaxReadAge time.Duration `yaml:"max_read_age"`
 }
+
+// RecordsTTL is how long the records bucket keeps a read's record when the
+// source stream has no max age (with one, a record lives as long as the
+// stream keeps its read). It is not a setting: stream.max_age bounds the
+// records as it bounds the reads.
+const RecordsTTL = 30 * 24 * time.Hour
 
 // RetryBudgetWindow is the sliding window the retry budget counts first
 // attempts and retries over. It is not a setting: retry.budget_percent is
@@ -213,10 +223,11 @@ func Default() Config {
 	return Config{
 		NATS: NATS{Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true, ConnectRetryMax: 30 * time.Second},
 		Stream: Stream{
-			Name:     "METER_READS",
-			Subjects: []string{"meter.reads.>"},
-			Replicas: 1,
-			MaxAge:   7 * 24 * time.Hour,
+			Name:       "METER_READS",
+			Subjects:   []string{"meter.reads.>"},
+			Replicas:   1,
+			MaxAge:     7 * 24 * time.Hour,
+			Duplicates: 10 * time.Minute,
 		},
 		Consumer: Consumer{
 			Durable:        "meter-consumer",

@@ -17,11 +17,11 @@
 // unset.
 //
 // [Default] is the one place a default is written. The packages the binary
-// is wired from (stream, breaker, budget, downstream) have none of their own
-// for what a setting gives them: they refuse the option missing, and
-// service.PipelineOptions hands them this package's values. What is not a
-// setting but still the binary's choice is here too: [RetryBudgetWindow]
-// and [DLQ.PublishRetry].
+// is wired from (stream, breaker, budget, downstream, topology) have none of
+// their own for what a setting gives them: they refuse the option missing,
+// and service.PipelineOptions and service.Topology hand them this package's
+// values. What is not a setting but still the binary's choice is here too:
+// [RetryBudgetWindow], [RecordsTTL] and [DLQ.PublishRetry].
 //
 // # Errors
 //

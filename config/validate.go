@@ -144,6 +144,12 @@ func (c Config) validateStream(p *problems) {
 		p.addf("stream.max_bytes (%d) must be >= 0 (0: unlimited)", s.MaxBytes)
 	}
 	switch {
+	case s.Duplicates <= 0:
+		p.addf("stream.duplicates (%s) must be > 0: give the window within which a read published again with the same Nats-Msg-Id is dropped, e.g. 10m", s.Duplicates)
+	case s.MaxAge > 0 && s.Duplicates > s.MaxAge:
+		p.addf("stream.duplicates (%s) must be <= stream.max_age (%s): the server refuses a longer window; shorten it or raise stream.max_age", s.Duplicates, s.MaxAge)
+	}
+	switch {
 	case s.Replicas < 1 || s.Replicas > 5:
 		p.addf("stream.replicas (%d) must be between 1 and 5", s.Replicas)
 	case s.Replicas > 1 && c.NATS.URL == "":

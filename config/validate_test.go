@@ -37,6 +37,8 @@ func TestValidateAccepts(t *testing.T) {
 		{"dlq outside a wildcard", func(c *config.Config) { c.Stream.Subjects = []string{"*.reads.>"} }},
 		{"concurrency 4096", func(c *config.Config) { c.Consumer.Concurrency = 4096 }},
 		{"dlq duplicates 10m", func(c *config.Config) { c.DLQ.Duplicates = 10 * time.Minute }},
+		{"stream duplicates as long as its max age", func(c *config.Config) { c.Stream.Duplicates = c.Stream.MaxAge }},
+		{"stream duplicates 2h on an unlimited stream", func(c *config.Config) { c.Stream.MaxAge, c.Stream.Duplicates = 0, 2*time.Hour }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,6 +91,8 @@ func TestValidateRejects(t *testing.T) {
 		{"dlq overlaps the subjects", func(c *config.Config) { c.Stream.Subjects = []string{"meter.>"} }, `dlq.prefix ("meter.dlq"): dead-letter subjects "meter.dlq.>" overlap stream.subjects "meter.>", so a dead-letter copy would be consumed again`},
 		{"dlq overlaps a wildcard", func(c *config.Config) { c.Stream.Subjects = []string{"meter.reads.>", "*.dlq.>"} }, `dlq.prefix ("meter.dlq"): dead-letter subjects "meter.dlq.>" overlap stream.subjects "*.dlq.>"`},
 		{"short dlq duplicates", func(c *config.Config) { c.DLQ.Duplicates = time.Minute }, "dlq.duplicates (1m) must be >= 10m"},
+		{"no stream duplicates", func(c *config.Config) { c.Stream.Duplicates = 0 }, "stream.duplicates (0s) must be > 0"},
+		{"stream duplicates past its max age", func(c *config.Config) { c.Stream.MaxAge, c.Stream.Duplicates = time.Hour, 2*time.Hour }, "stream.duplicates (2h) must be <= stream.max_age (1h): the server refuses a longer window; shorten it or raise stream.max_age"},
 		{"no downstream url", func(c *config.Config) { c.Downstream.URL = "" }, `downstream.url ("") is required unless demo is set`},
 		{"relative downstream url", func(c *config.Config) { c.Downstream.URL = "/reads" }, `downstream.url ("/reads") must be an absolute http:// or https:// URL`},
 		{"ftp downstream url", func(c *config.Config) { c.Downstream.URL = "ftp://host/reads" }, `downstream.url ("ftp://host/reads") must be an absolute http:// or https:// URL`},

@@ -113,6 +113,18 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 			_, err := topology.Ensure(t.Context(), js, topo)
 			return err
 		}},
+		{"topology.Topology.Duplicates", func() error {
+			topo := service.Topology(cfg)
+			topo.Duplicates = 0
+			_, err := topology.Ensure(t.Context(), js, topo)
+			return err
+		}},
+		{"topology.Topology.RecordsTTL", func() error {
+			topo := service.Topology(cfg)
+			topo.RecordsTTL = 0
+			_, err := topology.Ensure(t.Context(), js, topo)
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.option, func(t *testing.T) {

@@ -63,9 +63,9 @@ var switches = topology.Switches{
 func Topology(cfg config.Config) topology.Topology {
 	return topology.Topology{
 		Stream: cfg.Stream.Name, Subjects: cfg.Stream.Subjects, Durable: cfg.Consumer.Durable,
-		MaxAge: cfg.Stream.MaxAge, MaxBytes: int64(cfg.Stream.MaxBytes),
+		MaxAge: cfg.Stream.MaxAge, MaxBytes: int64(cfg.Stream.MaxBytes), Duplicates: cfg.Stream.Duplicates,
 		DLQStream: cfg.DLQ.Stream, DLQPrefix: cfg.DLQ.Prefix, DLQDuplicates: cfg.DLQ.Duplicates,
-		DLQMaxBytes: int64(cfg.DLQ.MaxBytes), RecordsBucket: cfg.Consumer.RecordsBucket,
+		DLQMaxBytes: int64(cfg.DLQ.MaxBytes), RecordsBucket: cfg.Consumer.RecordsBucket, RecordsTTL: config.RecordsTTL,
 		Replicas: cfg.Stream.Replicas, AckWait: cfg.Consumer.AckWait, MaxAckPending: cfg.Consumer.MaxAckPending,
 		Reconcile: cfg.Stream.Reconcile,
 		PullBatch: cfg.Consumer.PullBatch, Concurrency: cfg.Consumer.Concurrency, HandlerTimeout: cfg.Consumer.HandlerTimeout,

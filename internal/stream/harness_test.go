@@ -85,9 +85,9 @@ type env struct {
 
 func testTopology() topology.Topology {
 	return topology.Topology{
-		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer",
+		Stream: "METER_READS", Subjects: []string{"meter.reads.>"}, Durable: "meter-consumer", Duplicates: 10 * time.Minute,
 		DLQStream: "METER_READS_DLQ", DLQPrefix: "meter.dlq", DLQDuplicates: 20 * time.Minute,
-		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000,
+		Replicas: 1, AckWait: 5 * time.Second, MaxAckPending: 10000, RecordsTTL: 30 * 24 * time.Hour,
 		Concurrency: 8, HandlerTimeout: time.Second, // a pull of 32
 	}
 }

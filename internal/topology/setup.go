@@ -19,7 +19,10 @@ type Topology struct {
 	Subjects []string      // the subjects consumed, e.g. meter.reads.>
 	MaxAge   time.Duration // a created source stream's max age (0: none)
 	MaxBytes int64         // a created source stream's max bytes (<= 0: none)
-	Durable  string        // the shared durable pull consumer, e.g. meter-consumer
+	// Duplicates is a created source stream's duplicate window, required:
+	// > 0 (the binary's is config's stream.duplicates).
+	Duplicates time.Duration
+	Durable    string // the shared durable pull consumer, e.g. meter-consumer
 
 	DLQStream     string        // dead-letter stream, e.g. METER_READS_DLQ
 	DLQPrefix     string        // dead-letter subject prefix, e.g. meter.dlq
@@ -29,6 +32,10 @@ type Topology struct {
 	// RecordsBucket is the key-value bucket of the reads' records (see
 	// stream.Record); "" derives it from the stream and the durable.
 	RecordsBucket string
+	// RecordsTTL is the records' TTL when the source stream has no max age
+	// (with one, its max age is theirs), required: > 0 (the binary's is
+	// config.RecordsTTL).
+	RecordsTTL time.Duration
 
 	Replicas      int           // stream and consumer replicas when created
 	AckWait       time.Duration // consumer AckWait
@@ -146,7 +153,7 @@ func (t Topology) StreamConfig() jetstream.StreamConfig {
 		MaxAge:      t.MaxAge,
 		MaxBytes:    bytesLimit(t.MaxBytes),
 		Replicas:    max(t.Replicas, 1),
-		Duplicates:  10 * time.Minute, // also guards dead-letter replays (replay:<dlq>:<seq>)
+		Duplicates:  t.Duplicates, // also guards dead-letter replays (replay:<dlq>:<seq>)
 	}
 }
 
@@ -172,11 +179,11 @@ func (t Topology) DLQStreamConfig() jetstream.StreamConfig {
 func (t Topology) RecordsConfig() jetstream.KeyValueConfig { return t.recordsConfig(t.MaxAge) }
 
 // recordsConfig is RecordsConfig for a source stream of max age
-// streamMaxAge (0: none, and records live 30 days).
+// streamMaxAge (0: none, and records live t.RecordsTTL).
 func (t Topology) recordsConfig(streamMaxAge time.Duration) jetstream.KeyValueConfig {
 	ttl := streamMaxAge
 	if ttl <= 0 {
-		ttl = 30 * 24 * time.Hour
+		ttl = t.RecordsTTL
 	}
 	return jetstream.KeyValueConfig{
 		Bucket:      t.Bucket(),
@@ -212,6 +219,12 @@ func Lookup(ctx context.Context, js jetstream.JetStream, t Topology) (*Setup, er
 func setup(ctx context.Context, js jetstream.JetStream, t Topology, create bool) (*Setup, error) {
 	if t.DLQDuplicates < MinDLQDuplicates {
 		return nil, fmt.Errorf("topology: Topology.DLQDuplicates (%s) must be >= %s", t.DLQDuplicates, MinDLQDuplicates)
+	}
+	if t.Duplicates <= 0 {
+		return nil, fmt.Errorf("topology: Topology.Duplicates (%s) must be > 0", t.Duplicates)
+	}
+	if t.RecordsTTL <= 0 {
+		return nil, fmt.Errorf("topology: Topology.RecordsTTL (%s) must be > 0", t.RecordsTTL)
 	}
 	s := &Setup{}
 	src, err := t.stream(ctx, js, t.StreamConfig(), "stream", create, sourceFindings, s)
