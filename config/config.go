@@ -152,6 +152,11 @@ type DLQ struct {
 	MaxBytes   int           `yaml:"max_bytes"`  // bound of a created DLQ stream (0: unlimited)
 }
 
+// PublishTimeout bounds one publish round trip of a dead-letter copy: 5s.
+// It is not a setting: consumer.handler_timeout bounds the whole delivery,
+// the copy included.
+func (DLQ) PublishTimeout() time.Duration { return 5 * time.Second }
+
 // PublishRetry drives the in-process retries of a dead-letter copy's
 // publish before the read is NAKed, to come back later: 3 attempts, 100ms
 // base, 1s cap. It is not a setting.

@@ -21,7 +21,8 @@
 // their own for what a setting gives them: they refuse the option missing,
 // and service.PipelineOptions and service.Topology hand them this package's
 // values. What is not a setting but still the binary's choice is here too:
-// [RetryBudgetWindow], [RecordsTTL] and [DLQ.PublishRetry].
+// [RetryBudgetWindow], [RecordsTTL], [DLQ.PublishTimeout] and
+// [DLQ.PublishRetry].
 //
 // # Errors
 //

@@ -79,7 +79,7 @@ func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink bounde
 	o.Breaker = nil
 	o.PullBatch, o.AckWait, o.ShutdownTimeout = pull, topo.AckWait, 10*time.Second
 	o.Sink, o.SinkTimeout = sink, sink.Timeout()
-	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream})
+	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream, Timeout: config.Default().DLQ.PublishTimeout()})
 	o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
 	o.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return o

@@ -40,7 +40,8 @@ type Publisher struct {
 type PublisherOptions struct {
 	Prefix string // subject prefix, e.g. "meter.dlq"
 	Stream string // the dead-letter stream expected to store the copy
-	// Timeout bounds one publish round trip (default 5s).
+	// Timeout bounds one publish round trip; 0: no bound of its own, only
+	// ctx's (the binary's is config's DLQ.PublishTimeout).
 	Timeout time.Duration
 	// MaxSize is the largest message, headers included, the server and the
 	// dead-letter stream accept (the smaller of the connection's max
@@ -58,9 +59,6 @@ type PublisherOptions struct {
 
 // NewPublisher builds a Publisher.
 func NewPublisher(js JetStream, o PublisherOptions) *Publisher {
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -88,8 +86,11 @@ func (p *Publisher) Publish(ctx context.Context, e Entry) error {
 }
 
 func (p *Publisher) publish(ctx context.Context, msg *nats.Msg) error {
-	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-	defer cancel()
+	if p.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.o.Timeout)
+		defer cancel()
+	}
 	ack, err := p.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if rejected(err) {

@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 	po := PipelineOptions(cfg)
 	po.PullBatch, po.AckWait = set.PullBatch, set.AckWait // the durable's
 	po.Sink, po.SinkTimeout = sink, sink.Timeout()
-	po.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream,
+	po.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream, Timeout: cfg.DLQ.PublishTimeout(),
 		MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads})
 	po.DeadLetterWindow, po.Records = set.DeadLetterWindow, set.Records
 	po.Metrics, po.Logger, po.Rand = stream.NewMetrics(reg), log, rnd
