@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
@@ -61,23 +57,7 @@ func (b *logBuffer) lines(t *testing.T, prefix string) []map[string]any {
 // however many readings find it gone), 1 once it is made again.
 func TestRecordsBucketPresentWhileRunning(t *testing.T) {
 	t.Parallel()
-	engine := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer engine.Close()
-	port := natstest.FreePort(t)
-	opts := natstest.Options(t.TempDir())
-	opts.Port = port
-
-	cfg := config.Default()
-	cfg.NATS.URL = "nats://127.0.0.1:" + strconv.Itoa(port)
-	cfg.NATS.Embedded = false
-	cfg.NATS.ConnectRetryMax = time.Second
-	cfg.Stream.Name, cfg.Stream.Subjects = "METER_READS_7", []string{"meter.reads.7.>"}
-	cfg.Consumer.Durable = "meter-consumer-7"
-	cfg.DLQ.Stream, cfg.DLQ.Prefix = "METER_READS_7_DLQ", "meter.dlq.7"
-	cfg.Downstream.URL = engine.URL
-	cfg.HTTP.Addr = ""
-	cfg.Shutdown.Timeout = time.Second
-	require.NoError(t, cfg.Validate())
+	cfg, opts := fleetSeven(t)
 	topo := service.Topology(cfg)
 
 	var logged logBuffer

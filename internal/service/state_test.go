@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"github.com/nats-io/nats-server/v2/server"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -53,16 +54,13 @@ func series(t *testing.T, reg *prometheus.Registry, name string) map[string]floa
 	return out
 }
 
-// TestConsumingStateFromStart: from the moment the process starts, a
-// replica says whether it consumes and, when not, why, as gauges labelled
-// with its stream and durable: connecting while NATS does not answer,
-// streams while the stream is missing, consuming once it pulls,
-// disconnected while NATS is gone mid-run (each disconnection and
-// reconnection counted), consuming again when NATS is back.
-func TestConsumingStateFromStart(t *testing.T) {
-	t.Parallel()
+// fleetSeven is the configuration of a fleet on METER_READS_7 whose NATS
+// server is not started yet (opts: it listens on the port cfg names), with
+// an engine that answers every call 200.
+func fleetSeven(t *testing.T) (config.Config, *server.Options) {
+	t.Helper()
 	engine := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer engine.Close()
+	t.Cleanup(engine.Close)
 	port := natstest.FreePort(t)
 	opts := natstest.Options(t.TempDir())
 	opts.Port = port
@@ -78,6 +76,18 @@ func TestConsumingStateFromStart(t *testing.T) {
 	cfg.HTTP.Addr = ""
 	cfg.Shutdown.Timeout = time.Second
 	require.NoError(t, cfg.Validate())
+	return cfg, opts
+}
+
+// TestConsumingStateFromStart: from the moment the process starts, a
+// replica says whether it consumes and, when not, why, as gauges labelled
+// with its stream and durable: connecting while NATS does not answer,
+// streams while the stream is missing, consuming once it pulls,
+// disconnected while NATS is gone mid-run (each disconnection and
+// reconnection counted), consuming again when NATS is back.
+func TestConsumingStateFromStart(t *testing.T) {
+	t.Parallel()
+	cfg, opts := fleetSeven(t)
 
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(t.Context())
