@@ -46,7 +46,7 @@
 // so that a dip holds more of them), each counted once the
 // calls sent before it have had the time to be answered (twice the 90th
 // percentile of the served latency: failures answered at once come back
-// before the successes sent beside them). It is a sequential test (Wald's)
+// before the successes sent beside them), in the order they were sent. It is a sequential test (Wald's)
 // of two hypotheses: the reads' own (the low share as high as the normal
 // one) and load (the share over the background halved, or 2p-1 past half
 // refused). Load is decided at odds of Confidence (19 to 1) and a drop
