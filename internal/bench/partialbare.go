@@ -14,14 +14,19 @@ import (
 
 // bareRetrier is the partial scenario's baseline: a bare HTTP client with
 // the pipeline's concurrency, 32 goroutines that pull, POST each read and
-// ack a 2xx. Any other answer, or none, is NAKed at once with the policy's
-// full-jitter delay for its attempt (the delivery count), raised to a
-// Retry-After as the pipeline's is (DelayWithFloor), and left to the
-// server's redelivery timer (NakWithDelay): no goroutine waits out a delay,
-// so the healthy reads keep all 32. A read whose last attempt failed is
-// terminated, which stands for its dead-letter (no copy is kept). It has no
-// limit, no retry budget and no breaker. The delays it asks go to naks, the
-// reads it terminates to gaveUp.
+// ack a 2xx. Any other answer, or none, is retried after the policy's
+// full-jitter delay for its attempt, raised to a Retry-After as the
+// pipeline's is (DelayWithFloor): the read is held in process and sent
+// again when its delay is over, ahead of any read not yet called, as the
+// pipeline sends its retries (a delay past holdMax goes back to the server
+// with NakWithDelay instead). It used to hand every retry to the server's
+// redelivery timer, which sent them back 80-115ms late at the median and
+// 300-360ms at p99 (against the pipeline's 3ms and 67ms), so that it called
+// the backlog's fresh reads first and its retries after: its healthy reads
+// were billed sooner for work it put off, not for work it did. A read whose
+// last attempt failed is terminated, which stands for its dead-letter (no
+// copy is kept). It has no limit, no retry budget and no breaker. The
+// delays it asks go to naks, the reads it terminates to gaveUp.
 func bareRetrier(e *env, url string, policy retry.Policy, rnd retry.Source, naks *nakCapture, gaveUp *seqSet) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
 		labelled(ctx, sideBare, func(ctx context.Context) {
@@ -31,33 +36,94 @@ func bareRetrier(e *env, url string, policy retry.Policy, rnd retry.Source, naks
 				return
 			}
 			p := newPoster(url, httpConcurrency)
-			dispatch, stopWorkers := workerPool(httpConcurrency, func(m jetstream.Msg) {
-				settleBare(ctx, p, m, policy, rnd, naks, gaveUp)
-			})
+			b := &bareClient{p: p, policy: policy, rnd: rnd, naks: naks, gaveUp: gaveUp,
+				fresh: make(chan jetstream.Msg), due: make(chan held, 4096), quit: make(chan struct{})}
+			for range httpConcurrency {
+				b.wg.Add(1)
+				go b.work(ctx)
+			}
 			after := func() {
-				stopWorkers()
+				close(b.quit)
+				b.wg.Wait()
 				p.close()
 			}
-			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(httpConcurrency))
+			r, err = consume(nc, cons, b.dispatch, after, jetstream.PullMaxMessages(httpConcurrency))
 		})
 		return r, err
 	}
 }
 
-func settleBare(ctx context.Context, p *poster, m jetstream.Msg, policy retry.Policy, rnd retry.Source, naks *nakCapture, gaveUp *seqSet) {
+// holdMax is the longest delay the bare client holds a read for itself, a
+// third of the durable's ack wait (30s).
+const holdMax = 10 * time.Second
+
+// held is a read the bare client retries itself, and its attempt.
+type held struct {
+	m       jetstream.Msg
+	attempt uint64
+}
+
+// bareClient is the bare client's workers: retries that are due go first.
+type bareClient struct {
+	p      *poster
+	policy retry.Policy
+	rnd    retry.Source
+	naks   *nakCapture
+	gaveUp *seqSet
+	fresh  chan jetstream.Msg // reads pulled, not called yet
+	due    chan held          // reads whose retry is due
+	quit   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func (b *bareClient) dispatch(m jetstream.Msg) {
+	select {
+	case b.fresh <- m:
+	case <-b.quit:
+	}
+}
+
+func (b *bareClient) work(ctx context.Context) {
+	defer b.wg.Done()
+	for {
+		select { // a retry that is due before any fresh read
+		case h := <-b.due:
+			b.settle(ctx, h)
+			continue
+		default:
+		}
+		select {
+		case h := <-b.due:
+			b.settle(ctx, h)
+		case m := <-b.fresh:
+			md, err := m.Metadata()
+			if err != nil {
+				_ = m.Term()
+				continue
+			}
+			b.settle(ctx, held{m: m, attempt: md.NumDelivered})
+		case <-b.quit:
+			return
+		}
+	}
+}
+
+// settle calls h's read and acks, retries or terminates it.
+func (b *bareClient) settle(ctx context.Context, h held) {
+	m := h.m
 	md, merr := m.Metadata()
 	read, derr := meter.Decode(m.Data())
 	if merr != nil || derr != nil {
 		_ = m.Term()
 		return
 	}
-	status, header, err := p.do(ctx, read.AppendJSON(make([]byte, 0, 256)), read.IdempotencyKey)
+	status, header, err := b.p.do(ctx, read.AppendJSON(make([]byte, 0, 256)), read.IdempotencyKey)
 	if err == nil && status >= 200 && status < 300 {
 		_ = m.Ack()
 		return
 	}
-	if policy.Exhausted(md.NumDelivered) {
-		gaveUp.add(md.Sequence.Stream)
+	if b.policy.Exhausted(h.attempt) {
+		b.gaveUp.add(md.Sequence.Stream)
 		_ = m.Term()
 		return
 	}
@@ -65,9 +131,18 @@ func settleBare(ctx context.Context, p *poster, m jetstream.Msg, policy retry.Po
 	if v := header.Get("Retry-After"); v != "" {
 		retryAfter, _ = classify.ParseRetryAfter(v, time.Now())
 	}
-	delay := policy.DelayWithFloor(md.NumDelivered, rnd, retryAfter)
-	naks.record(md.Sequence.Stream, delay)
-	_ = m.NakWithDelay(delay)
+	delay := b.policy.DelayWithFloor(h.attempt, b.rnd, retryAfter)
+	b.naks.record(md.Sequence.Stream, delay)
+	if delay > holdMax {
+		_ = m.NakWithDelay(delay)
+		return
+	}
+	time.AfterFunc(delay, func() {
+		select {
+		case b.due <- held{m: m, attempt: h.attempt + 1}:
+		case <-b.quit:
+		}
+	})
 }
 
 // seqSet is a set of stream sequences, safe for concurrent use.
