@@ -77,7 +77,13 @@
 //     stands; or the engine refuses most of what it is sent (OverloadShare,
 //     50%, beyond chance, over 30 first attempts) and no verdict of the
 //     reads' own stands. The read is not charged for its shed, and the limit
-//     comes down on it.
+//     comes down on it. On a verdict of load the shed call also keeps its
+//     slot until a round trip from its start (Feedback.Pace), as a served
+//     call would: answered at once, a shed freed its slot for the next call
+//     at once, and a fleet a few calls over an engine's capacity sent a
+//     call a millisecond in each of them, each shed. Not without the
+//     verdict: a replica joining an engine that others keep full wins its
+//     calls only as often as it sends them.
 //
 //   - Overloaded: shedding on a verdict of load (or, for a replica that
 //     cannot dip, shedding over 10 first attempts), the engine refusing

@@ -26,8 +26,8 @@ type replica struct {
 	inFlight int  // the replica's calls in flight (half in a dip)
 	retries  bool // the calls are retries (reads that failed once), not first attempts
 
-	dips, decreases, pauses, restores int
-	verdicts                          []engine.Judgement
+	dips, decreases, pauses, restores, paces int
+	verdicts                                 []engine.Judgement
 }
 
 func newReplica(t *testing.T, o engine.Options, seed uint64) *replica {
@@ -60,6 +60,9 @@ func (p *replica) run(n int, normal, low float64) {
 		}
 		if fb.Decrease {
 			p.decreases++
+		}
+		if fb.Pace {
+			p.paces++
 		}
 		if fb.Pause > 0 {
 			p.pauses++
@@ -104,8 +107,10 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 				assert.True(t, p.v.Shedding(), "a shed of a loaded engine is not the read's")
 				assert.Equal(t, tt.normal >= 0.5, p.v.Overloaded(), "the retry budget binds only on an overloaded engine refusing most")
 				assert.Positive(t, p.decreases)
+				assert.Positive(t, p.paces, "a shed of a loaded engine keeps its slot for a round trip")
 				return
 			}
+			assert.Zero(t, p.paces, "the reads' own sheds free their slots at once")
 			assert.False(t, p.v.Shedding(), "the reads' own sheds are charged to them")
 			assert.False(t, p.v.Overloaded())
 			assert.InDelta(t, tt.normal, s.Background, 0.05)

@@ -63,8 +63,9 @@ type Feedback struct {
 	// limit must not grow.
 	Hold bool
 	// Decrease: the call was shed by an overloaded engine: the limit comes
-	// down.
-	Decrease bool
+	// down. Pace: and a verdict of load stands: the fleet's own load
+	// overloads the engine, and the call's slot is kept for a round trip.
+	Decrease, Pace bool
 	// Dip, when For is positive, is a dip of a trial to carry out.
 	Dip Dip
 	// Trying: a trial started with this call: the limit may come down on
@@ -281,6 +282,7 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	fb.Overloaded = v.overloaded(now)
 	fb.Decrease = shed && (v.shedding(now) || v.tryingHigh(now, c.InFlight))
+	fb.Pace = fb.Decrease && v.verdict.is == Load && now-v.verdict.at < v.o.Standing
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	refusing := v.refusesMost(now)
 	switch {

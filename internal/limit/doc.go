@@ -13,7 +13,11 @@
 // of R replicas add R calls every few milliseconds and shed as often; a
 // queue in the engine's latency (Queued) multiplies it by Backoff (0.9), a
 // shed the engine's view found to be the engine's load (Overloaded) by
-// ShedBackoff (0.5), each at most once per round trip. A read's own
+// ShedBackoff (0.5), each at most once per round trip; a shed of an
+// engine the fleet's own load overloads (Paced) also keeps its slot until a
+// round trip from the call's start, as the call would have had it served,
+// so that a slot over the engine's capacity sends one call a round trip,
+// not one a millisecond, each shed at once. A read's own
 // failure, or a shed the view has not found to be load, is Ignored: it
 // says nothing of the engine's load. The limit stays within [Min, Max],
 // and grows only while in use.
@@ -28,7 +32,8 @@
 // attempts, so a retry that is due is never starved by new reads. Pause
 // holds every new call until a time: the engine's view asks for it when the
 // engine refuses most calls whatever the replica sends, and asks to wait.
-// Dip holds the calls in flight at half the limit (below Min too: it is an
+// Dip holds the calls in flight at half the limit, or at half the most the
+// replica had in flight since the last dip if fewer (below Min too: it is an
 // experiment, not the limit) for a moment: the view asks for it to see
 // whether the engine sheds less when the fleet sends less; a slot granted
 // during a dip is Low. Mark notes the limit and Restore sets it back (a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -228,10 +229,9 @@ func TestOptionsAreChecked(t *testing.T) {
 func TestADipHoldsHalfTheLimit(t *testing.T) {
 	l, c := newLimiter(t, limit.Options{Initial: 8})
 	l.Dip(c.Now().Add(time.Second), c.Now().Add(2*time.Second))
-	tk, err := l.Acquire(t.Context(), false)
-	require.NoError(t, err)
-	assert.False(t, tk.Low(), "before the dip")
-	l.Release(tk, limit.Ignored)
+	before := acquire(t, l, 8) // the replica at its limit
+	assert.False(t, before[0].Low(), "before the dip")
+	release(l, before)
 
 	c.advance(time.Second)
 	var held []limit.Token
@@ -243,16 +243,48 @@ func TestADipHoldsHalfTheLimit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err = l.Acquire(ctx, false)
+	_, err := l.Acquire(ctx, false)
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8 in flight: the fifth waits")
 	assert.Equal(t, 8, l.Limit(), "the limit itself is not lowered")
 
 	c.advance(time.Second)
-	tk, err = l.Acquire(t.Context(), false)
+	tk, err := l.Acquire(t.Context(), false)
 	require.NoError(t, err)
 	assert.False(t, tk.Low(), "the dip is over")
 	for _, h := range append(held, tk) {
 		l.Release(h, limit.Ignored)
+	}
+}
+
+// A dip halves what the replica sent since the last dip where that is less
+// than its limit (fewer reads to call, no CPU to call them faster): half
+// the limit would be no dip at all.
+func TestADipHalvesWhatTheReplicaSends(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 16})
+	release(l, acquire(t, l, 8)) // 8 in flight at most, at a limit of 16
+	l.Dip(c.Now(), c.Now().Add(time.Second))
+	held := acquire(t, l, 4)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err := l.Acquire(ctx, false)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of the 8 it sent: the fifth waits")
+	release(l, held)
+}
+
+func acquire(t *testing.T, l *limit.Limiter, n int) []limit.Token {
+	t.Helper()
+	var tokens []limit.Token
+	for range n {
+		tk, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		tokens = append(tokens, tk)
+	}
+	return tokens
+}
+
+func release(l *limit.Limiter, tokens []limit.Token) {
+	for _, tk := range tokens {
+		l.Release(tk, limit.Ignored)
 	}
 }
 
@@ -314,4 +346,42 @@ func TestSlowStartAfterAnOutage(t *testing.T) {
 		got = append(got, l.Limit())
 	}
 	assert.Equal(t, []int{2, 4, 8, 16, 32}, got)
+}
+
+// A call shed while the fleet's load overloads the engine (Paced) keeps its
+// slot until a round trip from its start, as a served call would have: a
+// shed answered at once does not free its slot for the next call at once.
+// Overloaded alone frees it at once.
+func TestAPacedShedKeepsItsSlotForARoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(limit.Options{Min: 4, Max: 4, Initial: 4}) // Min: no decrease frees a slot
+		require.NoError(t, err)
+		tk, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+		l.Release(tk, limit.Answered) // a round trip of 10ms
+
+		var tokens []limit.Token
+		for range 4 {
+			tk, err := l.Acquire(t.Context(), false)
+			require.NoError(t, err)
+			tokens = append(tokens, tk)
+		}
+		time.Sleep(time.Millisecond)
+		l.Release(tokens[0], limit.Paced) // shed after 1ms
+		ctx, cancel := context.WithTimeout(t.Context(), 8*time.Millisecond)
+		_, err = l.Acquire(ctx, false)
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "the slot is kept for the rest of the round trip")
+		time.Sleep(time.Millisecond) // 10ms from the call's start
+		synctest.Wait()
+		_, err = l.Acquire(t.Context(), false)
+		require.NoError(t, err, "then it is free")
+
+		l.Release(tokens[1], limit.Overloaded)
+		ctx, cancel = context.WithTimeout(t.Context(), time.Millisecond)
+		_, err = l.Acquire(ctx, false)
+		cancel()
+		assert.NoError(t, err, "a shed not paced frees its slot at once")
+	})
 }

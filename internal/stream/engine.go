@@ -179,6 +179,8 @@ func limitSignal(ce *classify.Error, fb engine.Feedback, cut bool) limit.Signal 
 		case !fb.Hold:
 			return limit.Answered
 		}
+	case fb.Pace:
+		return limit.Paced
 	case fb.Decrease:
 		return limit.Overloaded
 	}
