@@ -503,3 +503,16 @@ func TestFailuresAnsweredAtOnceAreFoundOwnInAFewDips(t *testing.T) {
 	}
 	assert.LessOrEqual(t, float64(total)/seeds, 5.0, "dips a trial took, on average")
 }
+
+// A verdict of load found by a replica calling one or two at a time (one
+// of a large fleet, or one joining an engine others keep full) brings its
+// limit down, but does not keep a shed call's slot for a round trip: its
+// dips could not send less, and the verdict is its fleet's, or chance.
+func TestAVerdictOfLoadAtACallOrTwoPacesNothing(t *testing.T) {
+	p := newReplica(t, engine.Options{}, 1)
+	p.inFlight = 2
+	p.run(20_000, 0.25, 0)
+	require.Contains(t, p.verdicts, engine.Load, "the fleet's dips still tell load (%d dips)", p.dips)
+	assert.Positive(t, p.decreases)
+	assert.Zero(t, p.paces)
+}
