@@ -17,7 +17,6 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
-	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
@@ -107,14 +106,9 @@ type boundedSink interface {
 	Timeout() time.Duration
 }
 
-// noop is the sink of the overhead and scaling scenarios.
-var noop boundedSink = noopSink{}
-
-// noopSink answers at once.
-type noopSink struct{}
-
-func (noopSink) Deliver(context.Context, meter.Read) error { return nil }
-func (noopSink) Timeout() time.Duration                    { return time.Nanosecond }
+// noop is the sink of the overhead and scaling scenarios: the product's own
+// no-op sink.
+var noop boundedSink = downstream.Discard{}
 
 // ours starts `instances` consumers (stream.New + Run), each on its own
 // connection, all on one durable; build returns each one's options. A sink
