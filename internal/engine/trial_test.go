@@ -421,13 +421,12 @@ func closedLoop(t *testing.T, seed uint64, own float64, calls int) (engine.Judge
 	v, c := newView(t, engine.Options{})
 	r := rand.New(rand.NewPCG(seed, 11))
 	type call struct {
-		done    time.Duration // on the monotonic clock
-		sent    time.Duration
-		shed    bool
-		low     bool
-		flight  int
-		read    uint64
-		settled bool
+		done   time.Duration // on the monotonic clock
+		sent   time.Duration
+		shed   bool
+		low    bool
+		flight int
+		read   uint64
 	}
 	var inFlight []*call
 	var from, to time.Duration

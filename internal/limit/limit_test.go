@@ -260,15 +260,17 @@ func TestADipHoldsHalfTheLimit(t *testing.T) {
 // than its limit (fewer reads to call, no CPU to call them faster): half
 // the limit would be no dip at all.
 func TestADipHalvesWhatTheReplicaSends(t *testing.T) {
-	l, c := newLimiter(t, limit.Options{Initial: 16})
-	release(l, acquire(t, l, 8)) // 8 in flight at most, at a limit of 16
-	l.Dip(c.Now(), c.Now().Add(time.Second))
-	held := acquire(t, l, 4)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err := l.Acquire(ctx, false)
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of the 8 it sent: the fifth waits")
-	release(l, held)
+	synctest.Test(t, func(t *testing.T) { // the fifth Acquire's wait is the bubble's, not the wall clock's
+		l, c := newLimiter(t, limit.Options{Initial: 16})
+		release(l, acquire(t, l, 8)) // 8 in flight at most, at a limit of 16
+		l.Dip(c.Now(), c.Now().Add(time.Second))
+		held := acquire(t, l, 4)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		_, err := l.Acquire(ctx, false)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "half of the 8 it sent: the fifth waits")
+		release(l, held)
+	})
 }
 
 func acquire(t *testing.T, l *limit.Limiter, n int) []limit.Token {
