@@ -58,11 +58,13 @@
 // cannot send less and a fleet many times over an engine's capacity see the
 // same share whatever they send. A trial whose dips shed more than the
 // calls beside them, beyond chance, starts again; one undecided after
-// MaxDips (16) ends. While a trial runs and 30% or more of the first
-// attempts among its normal calls are shed over the background, the limit
-// comes down on its sheds, to eight calls in flight at least
-// (Feedback.Decrease); a verdict of the reads' own sets it back to what it
-// was when the trial began (Feedback.Trying, Feedback.Restore). A verdict
+// MaxDips (16) ends. Until a trial decides, the limit comes down on sheds
+// only where the engine refuses most of what it is sent (Shedding, below):
+// a share shed is no evidence of load until a dip shows it fall, and
+// brought down on 30% of a trial's calls, an engine failing 40% at random
+// held four replicas at a median of 23-75 of their 128 calls. A verdict of
+// the reads' own sets the limit back to what it was when the trial began
+// (Feedback.Trying, Feedback.Restore). A verdict
 // stands for Standing (30s). A verdict of load is tried again, once, from
 // the limit it was found at (Feedback.Restore), when 30 calls sent after
 // it at 0.6 of the trial's calls in flight or less (retries too) are shed

@@ -111,6 +111,7 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 				return
 			}
 			assert.Zero(t, p.paces, "the reads' own sheds free their slots at once")
+			assert.Zero(t, p.decreases, "no dip showed the sheds fall: the limit does not come down on them")
 			assert.False(t, p.v.Shedding(), "the reads' own sheds are charged to them")
 			assert.False(t, p.v.Overloaded())
 			assert.InDelta(t, tt.normal, s.Background, 0.05)

@@ -69,7 +69,7 @@ type Feedback struct {
 	// Dip, when For is positive, is a dip of a trial to carry out.
 	Dip Dip
 	// Trying: a trial started with this call: the limit may come down on
-	// sheds before it decides; mark it. Restore: the trial found the sheds
+	// sheds before it decides (the engine refusing most); mark it. Restore: the trial found the sheds
 	// the reads' own: set the limit back to the mark.
 	Trying, Restore bool
 	// Judged, when not Undecided, is the verdict this call's evidence
@@ -281,7 +281,7 @@ func (v *View) Observe(c Call) Feedback {
 		fb.ShedShare = float64(s) / float64(n)
 	}
 	fb.Overloaded = v.overloaded(now)
-	fb.Decrease = shed && (v.shedding(now) || v.tryingHigh(now, c.InFlight))
+	fb.Decrease = shed && v.shedding(now)
 	fb.Pace = fb.Decrease && v.paced(now)
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	refusing := v.refusesMost(now)
@@ -334,8 +334,7 @@ func (v *View) commit(now time.Duration) Judgement {
 // count: the limiter grants retries first, so a dip holds more of them
 // than the span beside it, and with them in the trial an engine failing
 // 40% of its calls at random was found loaded (its limit at 1 for the
-// run). Where a backlog's load comes from retries, the limit comes down on
-// the first attempts' sheds meanwhile (tryingHigh). Locked.
+// run). Locked.
 func (v *View) judge(now time.Duration, c first) Judgement {
 	if v.o.NoDips {
 		return Undecided
@@ -541,32 +540,6 @@ func (v *View) shedding(now time.Duration) bool {
 	return v.refusesMost(now)
 }
 
-// tryingHigh reports a trial running while 30% or more of the first
-// attempts among its calls outside the dips are shed over the background,
-// beyond chance (counted as the trial counts them, past the horizon; not
-// the retries, which at the end of a backlog are the reads that fail on
-// their own, and brought a replica of the partial mix down to a limit of
-// 3): until the trial decides, the limit comes down on its sheds, so that a
-// replica overrunning an engine at once (its slow start) does not have a
-// third of its calls refused for the few hundred milliseconds a trial
-// takes, each shed answered at once freeing its slot for the next. Not
-// below twice minHalved calls in flight (inFlight, the shed call's; 0: not
-// known): a replica brought lower could no longer dip to a test of the
-// reads' own, and, its trial undecided, came down to a limit of 1 against
-// an engine failing 40% at random; and where the calls in flight are few,
-// a dip no longer lowers the load enough to find it the engine's (against
-// 2 servers and a queue of 2, no trial decided in 10s). If the trial finds
-// the sheds the reads' own, the limit is restored (Feedback.Restore).
-// Locked.
-func (v *View) tryingHigh(now time.Duration, inFlight int) bool {
-	t := &v.trial
-	if !t.on || t.normal < v.o.MinCalls || (inFlight > 0 && inFlight < 2*minHalved) {
-		return false
-	}
-	p := t.share(false)
-	return p-2*sigma(p, t.normal) >= trialShare+v.background(now)
-}
-
 // paced reports a verdict of load standing, found by a trial whose replica
 // had minHalved calls in flight or more outside its dips: its dips could
 // send less. A replica calling one or two at a time (one joining an engine
@@ -582,10 +555,6 @@ func (v *View) paced(now time.Duration) bool {
 
 // shedRecent is how recent a shed must be for the engine to shed now.
 const shedRecent = time.Second
-
-// trialShare is the share shed over the background, beyond chance, past
-// which a trial's sheds bring the limit down before it decides.
-const trialShare = 0.3
 
 // refusesMost reports at least OverloadShare of the window's first
 // attempts shed, beyond chance, over three times MinCalls of them at

@@ -57,10 +57,10 @@ func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
 	with := run(t, true)
 	without := run(t, false)
 	// The engine's view finds the sheds its load in a trial (they fall in
-	// its dips), and the limit halves on them meanwhile once 30% of the
-	// calls are shed, so the limit rides at the engine's edge: 10% of the
-	// calls shed (68 of 668), most in the slow start's overrun before the
-	// first verdict (about 200ms). The bounds leave room for a loaded
+	// its dips), and the limit halves on them from then on (before, only
+	// where the engine refuses most), so the limit rides at the engine's
+	// edge: 14-15% of the calls shed (101-102 of about 700) in three runs,
+	// most in the slow start's overrun before the first verdict. The bounds leave room for a loaded
 	// machine (a starved client misreads latency): a quarter at most, and
 	// half the share shed without the limit (under the race detector on a
 	// busy machine: 18% with it, 49% without; the share itself is the
