@@ -141,77 +141,87 @@ func TestAnIdleLimitDoesNotGrow(t *testing.T) {
 
 // Acquire waits for a slot and is woken by a release.
 func TestAcquireWaitsForASlot(t *testing.T) {
-	l, _ := newLimiter(t, limit.Options{Initial: 1})
-	first, err := l.Acquire(t.Context(), false)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err = l.Acquire(ctx, false)
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "no slot while the one call is in flight")
+	synctest.Test(t, func(t *testing.T) { // the timed-out Acquire waits in the bubble, not 20ms of wall clock
+		l, _ := newLimiter(t, limit.Options{Initial: 1})
+		first, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		_, err = l.Acquire(ctx, false)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "no slot while the one call is in flight")
 
-	got := make(chan error, 1)
-	go func() { _, err := l.Acquire(t.Context(), false); got <- err }()
-	l.Release(first, limit.Ignored)
-	require.NoError(t, <-got)
+		got := make(chan error, 1)
+		go func() { _, err := l.Acquire(t.Context(), false); got <- err }()
+		l.Release(first, limit.Ignored)
+		require.NoError(t, <-got)
+	})
 }
 
 // Slots go to the calls that waited longest.
 func TestSlotsAreGivenInTheOrderAsked(t *testing.T) {
-	l, _ := newLimiter(t, limit.Options{Initial: 1})
-	first, err := l.Acquire(t.Context(), false)
-	require.NoError(t, err)
-	order := make(chan int, 3)
-	for i := range 3 {
-		go func() {
-			tk, err := l.Acquire(t.Context(), false)
-			if err == nil {
-				order <- i
-				l.Release(tk, limit.Ignored)
-			}
-		}()
-		require.Eventually(t, func() bool { return l.Waiting() == i+1 }, 5*time.Second, time.Millisecond)
-	}
-	l.Release(first, limit.Ignored)
-	assert.Equal(t, []int{0, 1, 2}, []int{<-order, <-order, <-order})
+	synctest.Test(t, func(t *testing.T) { // each waiter is queued before the next is started
+		l, _ := newLimiter(t, limit.Options{Initial: 1})
+		first, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		order := make(chan int, 3)
+		for i := range 3 {
+			go func() {
+				tk, err := l.Acquire(t.Context(), false)
+				if err == nil {
+					order <- i
+					l.Release(tk, limit.Ignored)
+				}
+			}()
+			synctest.Wait() // the waiter is blocked in Acquire
+			require.Equal(t, i+1, l.Waiting())
+		}
+		l.Release(first, limit.Ignored)
+		assert.Equal(t, []int{0, 1, 2}, []int{<-order, <-order, <-order})
+	})
 }
 
 // A retry (a read that failed before) is granted a slot before any first
 // attempt, however long the first attempts waited.
 func TestRetriesAreGrantedFirst(t *testing.T) {
-	l, _ := newLimiter(t, limit.Options{Initial: 1})
-	first, err := l.Acquire(t.Context(), false)
-	require.NoError(t, err)
-	order := make(chan string, 3)
-	for i, retry := range []bool{false, false, true} {
-		go func() {
-			tk, err := l.Acquire(t.Context(), retry)
-			if err == nil {
-				order <- map[bool]string{false: "first", true: "retry"}[retry]
-				l.Release(tk, limit.Ignored)
-			}
-		}()
-		require.Eventually(t, func() bool { return l.Waiting() == i+1 }, 5*time.Second, time.Millisecond)
-	}
-	l.Release(first, limit.Ignored)
-	assert.Equal(t, []string{"retry", "first", "first"}, []string{<-order, <-order, <-order})
+	synctest.Test(t, func(t *testing.T) { // each waiter is queued before the next is started
+		l, _ := newLimiter(t, limit.Options{Initial: 1})
+		first, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		order := make(chan string, 3)
+		for i, retry := range []bool{false, false, true} {
+			go func() {
+				tk, err := l.Acquire(t.Context(), retry)
+				if err == nil {
+					order <- map[bool]string{false: "first", true: "retry"}[retry]
+					l.Release(tk, limit.Ignored)
+				}
+			}()
+			synctest.Wait() // the waiter is blocked in Acquire
+			require.Equal(t, i+1, l.Waiting())
+		}
+		l.Release(first, limit.Ignored)
+		assert.Equal(t, []string{"retry", "first", "first"}, []string{<-order, <-order, <-order})
+	})
 }
 
 // Pause holds every new call until the time given; an earlier end does not
 // shorten a pause.
 func TestPauseHoldsTheReplica(t *testing.T) {
-	l, c := newLimiter(t, limit.Options{Initial: 4})
-	l.Pause(c.Now().Add(2 * time.Second))
-	l.Pause(c.Now().Add(time.Second))
-	assert.Equal(t, c.Now().Add(2*time.Second), l.Paused())
+	synctest.Test(t, func(t *testing.T) { // the timed-out Acquire waits in the bubble, not 20ms of wall clock
+		l, c := newLimiter(t, limit.Options{Initial: 4})
+		l.Pause(c.Now().Add(2 * time.Second))
+		l.Pause(c.Now().Add(time.Second))
+		assert.Equal(t, c.Now().Add(2*time.Second), l.Paused())
 
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err := l.Acquire(ctx, true)
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "paused: no call goes through, not even a retry")
-	c.advance(2 * time.Second)
-	_, err = l.Acquire(t.Context(), false)
-	assert.NoError(t, err)
-	assert.True(t, l.Paused().IsZero())
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		_, err := l.Acquire(ctx, true)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "paused: no call goes through, not even a retry")
+		c.advance(2 * time.Second)
+		_, err = l.Acquire(t.Context(), false)
+		assert.NoError(t, err)
+		assert.True(t, l.Paused().IsZero())
+	})
 }
 
 func TestOptionsAreChecked(t *testing.T) {
@@ -227,33 +237,35 @@ func TestOptionsAreChecked(t *testing.T) {
 // end; the slots granted meanwhile are Low, and the calls waiting for one
 // go through when it ends.
 func TestADipHoldsHalfTheLimit(t *testing.T) {
-	l, c := newLimiter(t, limit.Options{Initial: 8})
-	l.Dip(c.Now().Add(time.Second), c.Now().Add(2*time.Second))
-	before := acquire(t, l, 8) // the replica at its limit
-	assert.False(t, before[0].Low(), "before the dip")
-	release(l, before)
+	synctest.Test(t, func(t *testing.T) { // the timed-out Acquire waits in the bubble, not 20ms of wall clock
+		l, c := newLimiter(t, limit.Options{Initial: 8})
+		l.Dip(c.Now().Add(time.Second), c.Now().Add(2*time.Second))
+		before := acquire(t, l, 8) // the replica at its limit
+		assert.False(t, before[0].Low(), "before the dip")
+		release(l, before)
 
-	c.advance(time.Second)
-	var held []limit.Token
-	for range 4 {
+		c.advance(time.Second)
+		var held []limit.Token
+		for range 4 {
+			tk, err := l.Acquire(t.Context(), false)
+			require.NoError(t, err)
+			assert.True(t, tk.Low(), "granted during the dip")
+			held = append(held, tk)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		_, err := l.Acquire(ctx, false)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8 in flight: the fifth waits")
+		assert.Equal(t, 8, l.Limit(), "the limit itself is not lowered")
+
+		c.advance(time.Second)
 		tk, err := l.Acquire(t.Context(), false)
 		require.NoError(t, err)
-		assert.True(t, tk.Low(), "granted during the dip")
-		held = append(held, tk)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err := l.Acquire(ctx, false)
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8 in flight: the fifth waits")
-	assert.Equal(t, 8, l.Limit(), "the limit itself is not lowered")
-
-	c.advance(time.Second)
-	tk, err := l.Acquire(t.Context(), false)
-	require.NoError(t, err)
-	assert.False(t, tk.Low(), "the dip is over")
-	for _, h := range append(held, tk) {
-		l.Release(h, limit.Ignored)
-	}
+		assert.False(t, tk.Low(), "the dip is over")
+		for _, h := range append(held, tk) {
+			l.Release(h, limit.Ignored)
+		}
+	})
 }
 
 // A dip halves what the replica sent since the last dip where that is less
@@ -302,16 +314,18 @@ func TestADipKeepsOneCall(t *testing.T) {
 // A dip is an experiment, not the limit: it halves a limit at its Min too,
 // so that a replica whose limit cannot come down still sends less in it.
 func TestADipGoesBelowMin(t *testing.T) {
-	l, c := newLimiter(t, limit.Options{Min: 8, Initial: 8})
-	l.Dip(c.Now(), c.Now().Add(time.Second))
-	for range 4 {
-		_, err := l.Acquire(t.Context(), false)
-		require.NoError(t, err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err := l.Acquire(ctx, false)
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8, though Min is 8")
+	synctest.Test(t, func(t *testing.T) { // the timed-out Acquire waits in the bubble, not 20ms of wall clock
+		l, c := newLimiter(t, limit.Options{Min: 8, Initial: 8})
+		l.Dip(c.Now(), c.Now().Add(time.Second))
+		for range 4 {
+			_, err := l.Acquire(t.Context(), false)
+			require.NoError(t, err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		_, err := l.Acquire(ctx, false)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "half of 8, though Min is 8")
+	})
 }
 
 // Restore sets the limit back to its mark, never lower than it is, and
