@@ -3,7 +3,7 @@
 // overlays/ and the partition component under components/, a Job running
 // consumer dlq under tools/, Prometheus rules and a scrape configuration
 // under prometheus/, an Alertmanager configuration under alertmanager/, a
-// Grafana dashboard under grafana/) and of the tests that check them against
+// Grafana dashboard under grafana/, the NATS account and users under nats/) and of the tests that check them against
 // the real metrics, the Kubernetes API types, the pinned kustomize, promtool, a
 // real Prometheus server, amtool and a real Alertmanager, and KEDA v2.20's
 // nats-jetstream scaler (its code paths, written again in

@@ -168,8 +168,8 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 }
 
 // TestPermissionsDocIsASection: the document and section a refused
-// permission points at (consumer dlq, consumer audit) exist, and hold the
-// permissions.
+// permission points at (consumer dlq, consumer audit) exist, and lead to the
+// permissions (the files under deploy/nats/).
 func TestPermissionsDocIsASection(t *testing.T) {
 	file, heading, ok := strings.Cut(consumer.PermissionsDoc, ", ")
 	require.True(t, ok, "%q: want docs/<file>, <heading>", consumer.PermissionsDoc)
@@ -178,5 +178,5 @@ func TestPermissionsDocIsASection(t *testing.T) {
 	_, section, ok := strings.Cut(string(doc), "\n## "+heading+"\n")
 	require.True(t, ok, "%s has no section %q", file, heading)
 	section, _, _ = strings.Cut(section, "\n## ")
-	assert.Contains(t, section, "```conf\n", "the section holds the permissions")
+	assert.Contains(t, section, "(../deploy/nats/permissions.conf)", "the section links to the permissions")
 }

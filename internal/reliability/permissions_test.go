@@ -29,9 +29,15 @@ import (
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
-// operationsDoc is the one document that defines the NATS permissions
-// (its section NATS permissions); the tests below run with them.
-const operationsDoc = "../../docs/OPERATIONS.md"
+// The NATS permissions are defined once, in two files: permissionsConf as
+// a nats-server configuration, usersScript as the nsc commands of operator
+// mode. The tests below run with them; operationsDoc's section NATS
+// permissions says why each permission is there.
+const (
+	permissionsConf = "../../deploy/nats/permissions.conf"
+	usersScript     = "../../deploy/nats/users.sh"
+	operationsDoc   = "../../docs/OPERATIONS.md"
+)
 
 // The users the document defines, and the account they share.
 const (
@@ -62,40 +68,9 @@ var passwordVars = map[string]string{
 	"METER_AUDIT_PASSWORD":        auditUser,
 }
 
-// fencedBlocks returns the bodies of the fenced code blocks of the markdown
-// file at path whose info string is lang.
-func fencedBlocks(t *testing.T, path, lang string) []string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var blocks []string
-	var cur *strings.Builder
-	for line := range strings.SplitSeq(string(data), "\n") {
-		switch {
-		case cur == nil && strings.TrimSpace(line) == "```"+lang:
-			cur = &strings.Builder{}
-		case cur != nil && strings.TrimSpace(line) == "```":
-			blocks = append(blocks, cur.String())
-			cur = nil
-		case cur != nil:
-			cur.WriteString(line + "\n")
-		}
-	}
-	require.Nil(t, cur, "%s: a ```%s block is not closed", path, lang)
-	return blocks
-}
-
-// docConf returns the one nats-server configuration block of a document.
-func docConf(t *testing.T, path string) string {
-	t.Helper()
-	blocks := fencedBlocks(t, path, "conf")
-	require.Len(t, blocks, 1, "%s: want exactly one ```conf block, the NATS permissions", path)
-	return blocks[0]
-}
-
-// parseDocConf writes the block after the test's own settings into a
-// configuration file and parses it as nats-server does.
-func parseDocConf(t *testing.T, block, storeDir string) *server.Options {
+// parseConf writes the permissions file's contents after the test's own
+// settings into a configuration file and parses it as nats-server does.
+func parseConf(t *testing.T, block, storeDir string) *server.Options {
 	t.Helper()
 	var vars strings.Builder
 	for _, v := range slices.Sorted(maps.Keys(passwordVars)) {
@@ -104,24 +79,26 @@ func parseDocConf(t *testing.T, block, storeDir string) *server.Options {
 		}
 		fmt.Fprintf(&vars, "%s: %q\n", v, passwords[passwordVars[v]])
 	}
-	conf := fmt.Sprintf("# the test's own settings\n%slisten: \"127.0.0.1:-1\"\njetstream { store_dir: %q }\n\n# from the document\n%s", vars.String(), storeDir, block)
+	conf := fmt.Sprintf("# the test's own settings\n%slisten: \"127.0.0.1:-1\"\njetstream { store_dir: %q }\n\n# from deploy/nats/permissions.conf\n%s", vars.String(), storeDir, block)
 	path := filepath.Join(t.TempDir(), "nats-server.conf")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	opts, err := server.ProcessConfigFile(path)
-	require.NoError(t, err, "the documented block does not parse:\n%s", conf)
+	require.NoError(t, err, "deploy/nats/permissions.conf does not parse:\n%s", conf)
 	return opts
 }
 
-// documentedOptions returns the server options of docs/OPERATIONS.md's
-// block: the account and every user of the fleet.
+// documentedOptions returns the server options of the permissions file:
+// the account and every user of the fleet.
 func documentedOptions(t *testing.T) *server.Options {
 	t.Helper()
-	opts := parseDocConf(t, docConf(t, operationsDoc), t.TempDir())
+	conf, err := os.ReadFile(permissionsConf)
+	require.NoError(t, err)
+	opts := parseConf(t, string(conf), t.TempDir())
 	require.True(t, slices.ContainsFunc(opts.Accounts, func(a *server.Account) bool { return a.Name == account }),
-		"docs/OPERATIONS.md defines no account %s", account)
+		"deploy/nats/permissions.conf defines no account %s", account)
 	for _, u := range opts.Users {
-		require.NotNil(t, u.Account, "docs/OPERATIONS.md: user %s is in no account", u.Username)
-		require.Equal(t, account, u.Account.Name, "docs/OPERATIONS.md: user %s is not in account %s", u.Username, account)
+		require.NotNil(t, u.Account, "deploy/nats/permissions.conf: user %s is in no account", u.Username)
+		require.Equal(t, account, u.Account.Name, "deploy/nats/permissions.conf: user %s is not in account %s", u.Username, account)
 	}
 	return opts
 }
@@ -340,8 +317,8 @@ func (w *permWorld) provision(t *testing.T, conn []string) {
 	assert.Equal(t, 20*time.Minute, dlqStream.CachedInfo().Config.Duplicates, "the dead-letter stream reconciled")
 }
 
-// TestDocumentedPermissions runs the binary as the users docs/OPERATIONS.md
-// defines, with exactly their permissions: provisioning, the
+// TestDocumentedPermissions runs the binary as the users
+// deploy/nats/permissions.conf defines, with exactly their permissions: provisioning, the
 // service through acks, dead letters (the look-up past the duplicate window
 // included), a hand-back at a stop and its backlog readings, then the
 // operators' tools. Every permission violation the server logs must be one
@@ -687,11 +664,11 @@ func (w *permWorld) serviceUserIsRefused(t *testing.T) {
 // nsc command that adds or changes a user's permissions.
 var permissionsBlock = regexp.MustCompile(`(?m)\bpermissions\s*[:{=]|^\s*users\s*[:=\[]|\bnsc\s+(add|edit)\s+user\b|--(allow|deny)-(pub|sub|pubsub)\b`)
 
-// TestPermissionsAreDocumentedOnce: the NATS permissions are defined in
-// one place, docs/OPERATIONS.md's section NATS permissions, with its one
-// ```conf block; every other document of the repository points there and
-// holds no block that defines a permission.
-func TestPermissionsAreDocumentedOnce(t *testing.T) {
+// TestPermissionsAreDefinedOnce: the NATS permissions are defined in one
+// place, the two files under deploy/nats/; no document of the repository
+// holds a block that defines a permission (they link there), and
+// docs/OPERATIONS.md's section NATS permissions links to both files.
+func TestPermissionsAreDefinedOnce(t *testing.T) {
 	t.Parallel()
 	var docs []string
 	require.NoError(t, filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
@@ -707,22 +684,15 @@ func TestPermissionsAreDocumentedOnce(t *testing.T) {
 	}))
 	require.Contains(t, docs, filepath.Clean(operationsDoc))
 	for _, path := range docs {
-		blocks := 0
 		for _, b := range fencedBlocksAny(t, path) {
 			if b.lang == "conf" || permissionsBlock.MatchString(b.body) {
-				blocks++
-				if path != filepath.Clean(operationsDoc) {
-					t.Errorf("%s:%d: a block that defines NATS permissions; they are defined once, in docs/OPERATIONS.md (NATS permissions): link there", path, b.line)
-				}
+				t.Errorf("%s:%d: a block that defines NATS permissions; they are defined once, in deploy/nats/: link there", path, b.line)
 			}
-		}
-		if path == filepath.Clean(operationsDoc) {
-			assert.Equal(t, 2, blocks, "%s: the permissions, as one ```conf block and one block of nsc commands", path)
 		}
 	}
 	section := markdownSection(t, operationsDoc, "## NATS permissions")
-	assert.Contains(t, section, "```conf\n", "the ```conf block is in the section NATS permissions")
-	assert.Contains(t, section, "nsc add user", "the nsc commands are in the section NATS permissions")
+	assert.Contains(t, section, "(../deploy/nats/permissions.conf)", "the section links to the configuration")
+	assert.Contains(t, section, "(../deploy/nats/users.sh)", "the section links to the nsc commands")
 }
 
 // fencedBlock is a fenced code block of a markdown file.
@@ -784,7 +754,7 @@ func markdownSection(t *testing.T, path, heading string) string {
 // grant is what a user may publish and subscribe to.
 type grant struct{ Pub, Sub []string }
 
-// TestDocumentedNscCommandsMatchTheConf: the document's `nsc add user`
+// TestDocumentedNscCommandsMatchTheConf: deploy/nats/users.sh's `nsc add user`
 // commands grant each user exactly what their nats-server configuration
 // grants, so that the test above, which runs the configuration, stands for
 // both.
@@ -805,7 +775,7 @@ func TestDocumentedNscCommandsMatchTheConf(t *testing.T) {
 		}
 		want[u.Username] = g
 	}
-	assert.Equal(t, want, nscUsers(t, operationsDoc))
+	assert.Equal(t, want, nscUsers(t, usersScript))
 	assert.ElementsMatch(t, []string{serviceUser, provisioner, dlqReader, dlqOperator, auditUser}, slices.Collect(maps.Keys(want)))
 	// TestDocumentedPermissions provisions with the provisioning user but
 	// consumes with the service's: the provisioning user's run of the
@@ -820,47 +790,47 @@ func sorted(s []string) []string {
 	return s
 }
 
-// nscUsers reads the `nsc add user` commands of the ```sh blocks of a
-// document, as a shell would split them, and returns what each grants.
+// nscUsers reads the `nsc add user` commands of the shell script at
+// path, as a shell would split them, and returns what each grants.
 func nscUsers(t *testing.T, path string) map[string]grant {
 	t.Helper()
+	script, err := os.ReadFile(path)
+	require.NoError(t, err)
 	users := map[string]grant{}
-	for _, block := range fencedBlocks(t, path, "sh") {
-		for _, cmd := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
-			if f := strings.Fields(cmd); len(f) < 3 || f[0] != "nsc" || f[1] != "add" || f[2] != "user" {
-				continue
-			}
-			words := shellWords(t, cmd)
-			var name, acc string
-			var g grant
-			for i := 3; i < len(words); i++ {
-				flag, value, inline := strings.Cut(words[i], "=")
-				if !inline {
-					require.Less(t, i+1, len(words), "%s: %s has no value in %q", path, flag, cmd)
-					i++
-					value = words[i]
-				}
-				values := strings.Split(value, ",")
-				switch flag {
-				case "--name", "-n":
-					name = value
-				case "--account", "-a":
-					acc = value
-				case "--allow-pub":
-					g.Pub = append(g.Pub, values...)
-				case "--allow-sub":
-					g.Sub = append(g.Sub, values...)
-				case "--allow-pubsub":
-					g.Pub, g.Sub = append(g.Pub, values...), append(g.Sub, values...)
-				default:
-					t.Errorf("%s: nsc add user: flag %s is not checked against the configuration", path, flag)
-				}
-			}
-			assert.Equal(t, account, acc, "%s: nsc add user --name %s: account", path, name)
-			require.NotContains(t, users, name, "%s: nsc add user --name %s again", path, name)
-			g.Pub, g.Sub = sorted(g.Pub), sorted(g.Sub)
-			users[name] = g
+	for _, cmd := range strings.Split(strings.ReplaceAll(string(script), "\\\n", " "), "\n") {
+		if f := strings.Fields(cmd); len(f) < 3 || f[0] != "nsc" || f[1] != "add" || f[2] != "user" {
+			continue
 		}
+		words := shellWords(t, cmd)
+		var name, acc string
+		var g grant
+		for i := 3; i < len(words); i++ {
+			flag, value, inline := strings.Cut(words[i], "=")
+			if !inline {
+				require.Less(t, i+1, len(words), "%s: %s has no value in %q", path, flag, cmd)
+				i++
+				value = words[i]
+			}
+			values := strings.Split(value, ",")
+			switch flag {
+			case "--name", "-n":
+				name = value
+			case "--account", "-a":
+				acc = value
+			case "--allow-pub":
+				g.Pub = append(g.Pub, values...)
+			case "--allow-sub":
+				g.Sub = append(g.Sub, values...)
+			case "--allow-pubsub":
+				g.Pub, g.Sub = append(g.Pub, values...), append(g.Sub, values...)
+			default:
+				t.Errorf("%s: nsc add user: flag %s is not checked against the configuration", path, flag)
+			}
+		}
+		assert.Equal(t, account, acc, "%s: nsc add user --name %s: account", path, name)
+		require.NotContains(t, users, name, "%s: nsc add user --name %s again", path, name)
+		g.Pub, g.Sub = sorted(g.Pub), sorted(g.Sub)
+		users[name] = g
 	}
 	return users
 }
