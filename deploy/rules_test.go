@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -18,14 +19,18 @@ import (
 const (
 	alertsPath     = "prometheus/alerts.yaml"
 	alertsTestPath = "prometheus/alerts_test.yaml"
-	operationsPath = "../docs/OPERATIONS.md"
-	runbookBase    = "https://github.com/meterline/meter-consumer/blob/main/docs/OPERATIONS.md#"
+	// docsDir holds the operators' documents: OPERATIONS.md (deploying,
+	// scaling), DASHBOARD.md (the dashboard, panel by panel) and RUNBOOKS.md
+	// (who is paged, and each alert); docsBase is their address on main.
+	docsDir     = "../docs/"
+	docsBase    = "https://github.com/meterline/meter-consumer/blob/main/docs/"
+	runbooksDoc = "RUNBOOKS.md"
 	// runbookAtRevision is an alert's runbook_url up to its anchor: the
 	// docs of the revision the fleet runs, main when no replica says
 	// (alerts_test.yaml renders both).
 	runbookAtRevision = "https://github.com/meterline/meter-consumer/blob/" +
 		`{{ with printf "meter_consumer_build_info{job='meter-consumer', namespace='%s', revision=~'[0-9a-f]{7,40}'}" $labels.namespace | query }}` +
-		`{{ . | first | label "revision" }}{{ else }}main{{ end }}/docs/OPERATIONS.md#`
+		`{{ . | first | label "revision" }}{{ else }}main{{ end }}/docs/RUNBOOKS.md#`
 )
 
 func alerts(t *testing.T) []rule {
@@ -105,10 +110,10 @@ func TestAlertsAreTestedBothWays(t *testing.T) {
 
 // TestAlertsCarryTheirRunbook: every alert has a severity, an owner, a
 // summary, a description, a one-line runbook and a runbook_url whose anchor
-// is a section of docs/OPERATIONS.md, at the revision the fleet runs.
+// is a section of docs/RUNBOOKS.md, at the revision the fleet runs.
 func TestAlertsCarryTheirRunbook(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(operationsPath)
+	doc, err := os.ReadFile(docsDir + runbooksDoc)
 	require.NoError(t, err)
 	anchors := markdownAnchors(string(doc))
 	names := map[string]bool{}
@@ -123,9 +128,9 @@ func TestAlertsCarryTheirRunbook(t *testing.T) {
 		}
 		url := a.Annotations["runbook_url"]
 		anchor, ok := strings.CutPrefix(url, runbookAtRevision)
-		if assert.True(t, ok, "%s: runbook_url %s points into docs/OPERATIONS.md of the revision running", a.Alert, url) {
+		if assert.True(t, ok, "%s: runbook_url %s points into docs/RUNBOOKS.md of the revision running", a.Alert, url) {
 			assert.Equal(t, strings.ToLower(a.Alert), anchor, a.Alert)
-			assert.True(t, anchors[anchor], "%s: docs/OPERATIONS.md has no section #%s", a.Alert, anchor)
+			assert.True(t, anchors[anchor], "%s: docs/RUNBOOKS.md has no section #%s", a.Alert, anchor)
 		}
 	}
 }
@@ -253,17 +258,26 @@ func TestPrometheusRuleMatchesAlerts(t *testing.T) {
 		"prometheusrule.yaml must end with alerts.yaml's groups indented under spec:")
 }
 
-// TestOperationsLinks: the guide's own links and the dashboard's link to it
-// point at sections that exist.
-func TestOperationsLinks(t *testing.T) {
+// TestOperatorDocsLinks: the operators' documents' links to their own
+// sections and to each other's, and the dashboard's links to them, point
+// at sections that exist.
+func TestOperatorDocsLinks(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(operationsPath)
-	require.NoError(t, err)
-	anchors := markdownAnchors(string(doc))
-	links := regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(string(doc), -1)
-	require.NotEmpty(t, links)
-	for _, l := range links {
-		assert.True(t, anchors[l[1]], "docs/OPERATIONS.md links to #%s, which is no section", l[1])
+	docs := []string{"OPERATIONS.md", "DASHBOARD.md", runbooksDoc}
+	anchors := map[string]map[string]bool{}
+	texts := map[string]string{}
+	for _, name := range docs {
+		doc, err := os.ReadFile(docsDir + name)
+		require.NoError(t, err)
+		texts[name], anchors[name] = string(doc), markdownAnchors(string(doc))
+	}
+	link := regexp.MustCompile(`\]\(((?:OPERATIONS|DASHBOARD|RUNBOOKS)\.md)?#([^)]+)\)`)
+	for _, name := range docs {
+		links := link.FindAllStringSubmatch(texts[name], -1)
+		for _, l := range links {
+			target := cmp.Or(l[1], name)
+			assert.True(t, anchors[target][l[2]], "docs/%s links to %s#%s, which is no section", name, target, l[2])
+		}
 	}
 	data, err := os.ReadFile(filepath.FromSlash(dashboardPath))
 	require.NoError(t, err)
@@ -273,9 +287,10 @@ func TestOperationsLinks(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &d))
 	require.NotEmpty(t, d.Links)
 	for _, l := range d.Links {
-		anchor, ok := strings.CutPrefix(l.URL, runbookBase)
-		if assert.True(t, ok, l.URL) {
-			assert.True(t, anchors[anchor], "the dashboard links to #%s, which is no section", anchor)
+		rest, ok := strings.CutPrefix(l.URL, docsBase)
+		name, anchor, _ := strings.Cut(rest, "#")
+		if assert.True(t, ok && anchors[name] != nil, "%s: not one of the operators' documents", l.URL) {
+			assert.True(t, anchors[name][anchor], "the dashboard links to %s#%s, which is no section", name, anchor)
 		}
 	}
 }
