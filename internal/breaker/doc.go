@@ -25,6 +25,23 @@
 // The window runs on the monotonic clock of Options.Clock: a step of the
 // wall clock neither empties it nor leaves it blind.
 //
+// # Why not sony/gobreaker
+//
+// gobreaker v2.4.0, the well-kept library for this, lacks what the tests
+// here hold the breaker to: its open state refuses a call (ErrOpenState)
+// where this one holds it (TestAcquireBlocksWhileOpenThenProbes: a read
+// refused would spend an attempt on the outage, or need a second hold of
+// its own); its cool-down is one fixed Timeout, where a fleet's breakers
+// must not probe together and must wait longer after each failed probe
+// (TestFailedProbeReopensWithALongerCoolDown); any failure in half-open
+// reopens it, and it cannot let fresh reads probe first or a read that
+// failed before fail without deciding the round
+// (TestFreshReadsProbeFirst, TestAFailedProbeOfAReadThatFailedBeforeDoes-
+// NotDecideAlone), so a backlog of reads that always fail would keep it
+// open; and its windows run on time.Now, not an injected clock
+// (TestAWallClockStepDoesNotBlindTheWindow). IsExcluded and ReadyToTrip
+// could carry the fresh-read counting and the silence, but not these.
+//
 // A Breaker is safe for concurrent use. Acquire returns the context's error
 // when it ends while waiting.
 package breaker
