@@ -57,18 +57,12 @@ func (c *Config) derive(given func(yamlPath string) bool) {
 
 // yamlLeaves returns the YAML paths of the settings the mapping n sets.
 func yamlLeaves(n *yaml.Node, prefix string, into map[string]bool) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.MappingNode {
-		return
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		path := prefix + n.Content[i].Value
+	for _, kv := range pairs(n) {
+		path := prefix + kv[0].Value
 		if isLeaf(path) {
 			into[path] = true
 			continue
 		}
-		yamlLeaves(n.Content[i+1], path+".", into)
+		yamlLeaves(kv[1], path+".", into)
 	}
 }

@@ -24,6 +24,17 @@
 // [RetryBudgetWindow], [RecordsTTL], [DLQ.PublishTimeout] and
 // [DLQ.PublishRetry].
 //
+// # Why not knadh/koanf
+//
+// The layering is this package's own, on gopkg.in/yaml.v3's nodes, because
+// what a user is told about a mistake is the point of it: the file is
+// parsed once into nodes, so an unknown key is reported with its full path,
+// its line and the keys valid beside it (TestLoadErrors), merged (<<) keys
+// included (TestMergeKeysAreReadAsTheirKeys), and the settings the file
+// gives are known, so a derived default never overrides one. knadh/koanf
+// v2 reads a file into a map before it decodes it: the lines are gone
+// before any key is checked.
+//
 // # Errors
 //
 //   - [Load] returns an error matching [flag.ErrHelp] for -h or --help; the

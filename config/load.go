@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -112,9 +111,10 @@ func readFile(cfg *Config, path string, set map[string]bool) error {
 		return fmt.Errorf("config file %s: %w", path, errors.Join(errs...))
 	}
 	yamlLeaves(doc.Content[0], "", set)
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
+	// Decoded from the node already parsed: unknownKeys has checked every
+	// key, merged ones included, so the decoder has only the values left
+	// to refuse.
+	if err := doc.Content[0].Decode(cfg); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	return nil
@@ -122,33 +122,57 @@ func readFile(cfg *Config, path string, set map[string]bool) error {
 
 // unknownKeys returns an error for every key of the mapping n, at the dotted
 // path prefix, that names no setting, so a misspelt key is reported with its
-// full path and the valid keys beside it. Anything that is not a mapping is
-// left to the decoder, which also rejects unknown keys (KnownFields).
+// full path, its line and the valid keys beside it; the keys a merge (<<)
+// brings are checked as the mapping's own. Anything that is not a mapping
+// is left to the decoder (a value of the wrong type).
 func unknownKeys(n *yaml.Node, prefix string) []error {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
 	valid := keysUnder(prefix)
 	var errs []error
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key := n.Content[i]
-		if key.Value == "<<" { // merge key; the decoder checks what it merges
-			continue
-		}
+	for _, kv := range pairs(n) {
+		key := kv[0]
 		path := prefix + key.Value
 		switch {
 		case isLeaf(path):
 		case slices.Contains(valid, key.Value):
-			errs = append(errs, unknownKeys(n.Content[i+1], path+".")...)
+			errs = append(errs, unknownKeys(kv[1], path+".")...)
 		default:
 			errs = append(errs, fmt.Errorf("line %d: unknown key %q (valid keys here: %s)",
 				key.Line, path, strings.Join(valid, ", ")))
 		}
 	}
 	return errs
+}
+
+// pairs returns the key and value nodes of the mapping n (none if n is not
+// one), an alias followed, with the pairs of the mappings its merge keys
+// (<<) bring in place of the merge key: a mapping, an alias of one, or a
+// sequence of them.
+func pairs(n *yaml.Node) [][2]*yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Tag != "!!merge" && !(k.Value == "<<" && k.Style == 0) {
+			out = append(out, [2]*yaml.Node{k, v})
+			continue
+		}
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		merged := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			merged = v.Content
+		}
+		for _, m := range merged {
+			out = append(out, pairs(m)...)
+		}
+	}
+	return out
 }
 
 // isLeaf reports whether path is the YAML path of a setting.

@@ -231,3 +231,27 @@ func TestLoadErrorsWrap(t *testing.T) {
 	require.ErrorIs(t, err, config.ErrInvalid)
 	assert.False(t, errors.Is(err, flag.ErrHelp))
 }
+
+// YAML merge keys (<<) are read as the keys they merge: a misspelt key in a
+// merged mapping is refused with its line, and a setting given by a merge
+// counts as given (a derived default does not override it).
+func TestMergeKeysAreReadAsTheirKeys(t *testing.T) {
+	t.Run("a misspelt merged key", func(t *testing.T) {
+		path := writeFile(t, "base: &base\n  ack_wiat: 30s\nconsumer:\n  <<: *base\n")
+		_, err := config.Load([]string{"--config", path, "--downstream-url", downstream}, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `unknown key "base"`)
+	})
+	t.Run("a merged mapping's unknown key", func(t *testing.T) {
+		path := writeFile(t, "consumer:\n  <<: {ack_wiat: 30s}\n")
+		_, err := config.Load([]string{"--config", path, "--downstream-url", downstream}, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `line 2: unknown key "consumer.ack_wiat"`)
+	})
+	t.Run("a merged setting counts as given", func(t *testing.T) {
+		path := writeFile(t, "consumer:\n  <<: {ack_wait: 40s, handler_timeout: 10s}\n")
+		cfg, err := config.Load([]string{"--config", path, "--downstream-url", downstream}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 40*time.Second, cfg.Consumer.AckWait, "given by the merge, not derived from the handler timeout")
+	})
+}
