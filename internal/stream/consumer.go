@@ -362,7 +362,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// 4. Give the held reads back with the rest of their delay, and hand
 	//    the parked ones back.
 	held := c.retries.release()
-	parked := c.park.release(func(m jetstream.Msg, why error) { c.handBackMsg(giveUp, m, why) })
+	parked := c.park.release(func(d *delivery, why error) { c.handBackUnhandled(giveUp, d, why) })
 	if held+parked > 0 {
 		c.log.Info("held and parked reads handed back to the server", slog.Int("held", held), slog.Int("parked", parked))
 	}
@@ -397,16 +397,16 @@ func (c *Consumer) dispatcher(pool *workers, cut, giveUp context.Context) jetstr
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
 	return func(msg jetstream.Msg) {
-		msg = c.leases.wrap(msg)
+		d := newDelivery(msg, c.leases)
 		for {
 			changed := c.breaker.Changed() // before the check, so no transition is missed
 			if c.paused() || c.park.len() > 0 {
-				c.park.add(msg)
+				c.park.add(d)
 				blockedSince = time.Time{}
 				return
 			}
 			select {
-			case pool.work <- msg: // an idle worker: no timer on the fast path
+			case pool.work <- d: // an idle worker: no timer on the fast path
 				blockedSince = time.Time{}
 				return
 			default:
@@ -417,22 +417,22 @@ func (c *Consumer) dispatcher(pool *workers, cut, giveUp context.Context) jetstr
 			}
 			left := c.o.SpillAfter - now.Sub(blockedSince)
 			if left <= 0 {
-				c.park.add(msg)
+				c.park.add(d)
 				blockedSince = time.Time{}
 				return
 			}
 			spill.Reset(left)
 			select {
-			case pool.work <- msg:
+			case pool.work <- d:
 				spill.Stop()
 				return
 			case <-spill.C:
-				c.park.add(msg)
+				c.park.add(d)
 				blockedSince = time.Time{}
 				return
 			case <-cut.Done():
 				spill.Stop()
-				c.handBackMsg(giveUp, msg, errStopping)
+				c.handBackUnhandled(giveUp, d, errStopping)
 				return
 			case <-changed:
 				spill.Stop()

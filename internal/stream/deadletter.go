@@ -31,7 +31,7 @@ const clockSkew = time.Minute
 // straight back here. A decision already on record (another delivery's,
 // perhaps another replica's) is the one the copy carries.
 func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reason, ce *classify.Error) {
-	if dropLost(d.msg, "dead_letter") {
+	if d.lost("dead_letter") {
 		return // another replica may hold the read: no record, no copy, no TERM
 	}
 	ctx, cancel := context.WithDeadline(hard, d.deadline)
@@ -97,7 +97,7 @@ func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reas
 	if reason == dlq.ReasonPermanent {
 		termReason = string(ce.Cause)
 	}
-	c.settleError("term", msg.TermWithReason(termReason))
+	c.settleError("term", d.term(termReason))
 	c.m.deadLettered(reason)
 	c.m.settled(OutcomeTerm, time.Since(d.start).Seconds())
 	c.m.aged(OutcomeTerm, md, c.serverNow())
@@ -135,7 +135,7 @@ func (c *Consumer) lookForCopy(ctx context.Context, d *delivery, e dlq.Entry, fr
 func (c *Consumer) copyFailed(ctx context.Context, d *delivery, reason dlq.Reason, ce *classify.Error, err error) {
 	n := d.md.NumDelivered
 	delay := c.o.Policy.DelayWithFloor(n, c.o.Rand, c.o.Policy.Ceiling(n)/2)
-	c.retries.hold(d.msg, delay, false)
+	c.retries.hold(d, delay, false)
 	c.m.dlqErrors.Inc()
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())

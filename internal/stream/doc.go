@@ -38,7 +38,12 @@
 // was read at (ErrRecordConflict: read again, apply again), and never
 // written over a record that could not be read.
 //
-// It is the one package that touches jetstream.Msg. It runs on what
+// It is the one package that touches jetstream.Msg, and in it one type
+// settles one: a delivery (delivery.go) is made of each message as it is
+// pulled, with its lease, and is then what the workers, the park, the
+// held retries and the keep-alive loop hold; it alone acks, NAKs,
+// terminates and keeps its message alive, and drops each signal once its
+// lease may have run out. It runs on what
 // package topology finds or creates on the server (the streams, the
 // records bucket and the durable); it does not make them. Consumer.Run
 // returns ErrConsumeStopped when the server ended the subscription.

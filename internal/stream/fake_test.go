@@ -184,3 +184,7 @@ func (f *fakeDeadLetter) all() []dlq.Entry {
 	defer f.mu.Unlock()
 	return append([]dlq.Entry(nil), f.copies...)
 }
+
+// owned is a delivery of m that holds no lease (always held), as tests
+// hand it to the parts that take deliveries.
+func owned(m jetstream.Msg) *delivery { return newDelivery(m, nil) }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/downstream"
@@ -23,52 +22,24 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-// delivery is one delivery of a message being handled.
-type delivery struct {
-	msg   jetstream.Msg
-	md    *jetstream.MsgMetadata
-	rec   Record
-	read  meter.Read
-	start time.Time
-	// deadline bounds the work of the delivery (the record look-up, the
-	// downstream call and the dead-letter copy): start plus the handler
-	// timeout, moved on after each wait for the breaker.
-	deadline time.Time
-	// failures is how often the read failed before the call at hand: its
-	// failed deliveries before this one, then every wait for the breaker
-	// in this one.
-	failures uint64
-	// attempt is the read's charged attempt: the calls charged to it
-	// before this delivery, plus one.
-	attempt uint64
-	// charged: this delivery made a call that failed and is charged to the
-	// read, not yet on record; the next write of the record counts it.
-	charged bool
-	// rev is the revision rec was read at (0: none is stored).
-	rev uint64
-	// known: rec was read (a first delivery's, or a look-up that
-	// succeeded), so it may be written.
-	known bool
-}
-
 // errStopping: the process is stopping, and the read goes back to the
 // server without an answer about it.
 var errStopping = fmt.Errorf("%w: the read is handed back", classify.ErrShutdown)
 
-// handle settles one message in exactly one way: decide gives its fate,
+// handle settles one delivery in exactly one way: decide gives its fate,
 // from what is known of it, and settle carries the fate out. graceful ends
 // when a graceful stop starts; hard ends when the stop has run out of time;
 // giveUp ends when the stop's grace is over (a hand-back then no longer
 // waits for the records bucket).
-func (c *Consumer) handle(graceful, hard, giveUp context.Context, msg jetstream.Msg, w *watch) {
+func (c *Consumer) handle(graceful, hard, giveUp context.Context, d *delivery, w *watch) {
 	start := time.Now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
-	c.keep.arm(w, msg, start)
+	c.keep.arm(w, d, start)
 	defer c.keep.disarm(w)
-	c.park.remove(msg)
+	c.park.remove(d)
 
-	d := &delivery{msg: msg, start: start, deadline: start.Add(c.o.HandlerTimeout)}
+	d.start, d.deadline = start, start.Add(c.o.HandlerTimeout)
 	s := c.before(hard, d)
 	v := decide(s)
 	if v.fate == fateCall && s.attempt == 1 {
@@ -170,7 +141,7 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) {
 	switch v.fate {
 	case fateAck:
-		c.settleError("ack", d.msg.Ack())
+		c.settleError("ack", d.ack())
 		c.m.settled(OutcomeAck, time.Since(d.start).Seconds())
 		c.m.aged(OutcomeAck, d.md, c.serverNow())
 		c.m.deliveryAttempt.Observe(float64(d.attempt))
@@ -187,7 +158,7 @@ func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) 
 	case fateHandBack:
 		c.handBack(giveUp, d, v.cause)
 	case fateReject:
-		c.settleError("nak", d.msg.Nak())
+		c.settleError("nak", d.nak())
 		c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
 	}
 }
@@ -211,7 +182,7 @@ func (c *Consumer) creditable(d *delivery) bool {
 // the engine weighs. A credit that could not be written is lost, not
 // charged: the record counts calls, and this one is not counted.
 func (c *Consumer) credit(ctx context.Context, d *delivery) {
-	if dropLost(d.msg, "record") {
+	if d.lost("record") {
 		return
 	}
 	c.change(ctx, d, func(r *Record) { r.Sheds++ })
@@ -222,7 +193,7 @@ func (c *Consumer) credit(ctx context.Context, d *delivery) {
 // could not be recorded (counted and logged by change) is not counted: the
 // read may be called once more than its attempts, never lost.
 func (c *Consumer) countCall(ctx context.Context, d *delivery) {
-	if _, none := c.records.(noRecords); none || !d.charged || dropLost(d.msg, "record") {
+	if _, none := c.records.(noRecords); none || !d.charged || d.lost("record") {
 		return
 	}
 	c.change(ctx, d, func(*Record) {})
@@ -300,7 +271,7 @@ func traceParent(h nats.Header) string {
 // retryLater holds the read for delay, then NAKs it for redelivery; the
 // retry also waits for the retry budget.
 func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Error, delay time.Duration) {
-	c.retries.hold(d.msg, delay, true)
+	c.retries.hold(d, delay, true)
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
 	c.naks.line(ctx, slog.LevelWarn, "nak", ce.Cause, c.attrs(d, ce, delay))
@@ -313,27 +284,28 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Err
 // stop's grace); one that could not be read or written leaves the delivery
 // count to decide. A delivery lost to another replica is left alone.
 func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error) {
-	if dropLost(d.msg, "hand_back") {
+	if d.lost("hand_back") {
 		return // another replica may hold the read: no record, no NAK
 	}
 	if d.rev > 0 && !d.rec.CountsCalls {
 		c.change(ctx, d, func(*Record) {})
 	}
-	c.settleError("nak", d.msg.Nak())
+	c.settleError("nak", d.nak())
 	c.m.handBacks.Inc()
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
 	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, c.attrs(d, ce, 0))
 }
 
-// handBackMsg hands back a message that no worker looked at: its record is
-// looked up first, within ctx, in case an earlier version wrote it.
-func (c *Consumer) handBackMsg(ctx context.Context, msg jetstream.Msg, why error) {
-	md, err := msg.Metadata()
+// handBackUnhandled hands back a delivery that no worker looked at: its
+// record is looked up first, within ctx, in case an earlier version wrote
+// it.
+func (c *Consumer) handBackUnhandled(ctx context.Context, d *delivery, why error) {
+	md, err := d.msg.Metadata()
 	if err != nil {
-		c.settleError("nak", msg.Nak())
+		c.settleError("nak", d.nak())
 		return
 	}
-	d := &delivery{msg: msg, md: md, start: time.Now()}
+	d.md, d.start = md, time.Now()
 	d.rec, d.rev, d.known = c.lookUp(ctx, md, time.Time{})
 	ce := classify.NewTransient(classify.CauseShutdown, why)
 	c.m.failed(ce)

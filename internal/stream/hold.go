@@ -1,10 +1,6 @@
 package stream
 
-import (
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-)
+import "time"
 
 // retries holds NAKed reads in the process until their retry delay is
 // over, then NAKs them without a delay, which the server redelivers at
@@ -27,15 +23,15 @@ type retries struct {
 	gate func() (bool, time.Duration)
 }
 
-// hold keeps msg until delay has passed, then NAKs it; a retry of the
+// hold keeps d until delay has passed, then NAKs it; a retry of the
 // downstream call also waits for the gate (a copy retried, gated: false,
 // does not).
-func (r *retries) hold(msg jetstream.Msg, delay time.Duration, gated bool) {
+func (r *retries) hold(d *delivery, delay time.Duration, gated bool) {
 	if delay <= 0 && !gated {
-		r.settle("nak", msg.Nak())
+		r.settle("nak", d.nak())
 		return
 	}
-	w := &waiting{msg: msg, due: r.keep.now().Add(delay), then: r.nak, ready: ready}
+	w := &waiting{d: d, due: r.keep.now().Add(delay), then: r.nak, ready: ready}
 	if gated {
 		w.ready = r.ready
 	}
@@ -54,7 +50,7 @@ func (r *retries) ready(time.Time) time.Duration {
 // ready lets a due read go at once.
 func ready(time.Time) time.Duration { return 0 }
 
-func (r *retries) nak(msg jetstream.Msg) { r.settle("nak", msg.Nak()) }
+func (r *retries) nak(d *delivery) { r.settle("nak", d.nak()) }
 
 // release gives every held read back to the server with the rest of its
 // delay (NakWithDelay: the retry it was waiting for), for a stop; it
@@ -64,9 +60,9 @@ func (r *retries) release() int {
 	now := r.keep.now()
 	for _, w := range held {
 		if rest := w.due.Sub(now); rest > 0 {
-			r.settle("nak", w.msg.NakWithDelay(rest))
+			r.settle("nak", w.d.nakAfter(rest))
 		} else {
-			r.settle("nak", w.msg.Nak())
+			r.settle("nak", w.d.nak())
 		}
 	}
 	return len(held)

@@ -22,7 +22,7 @@ func TestHeldRetryIsNakedWhenItsDelayIsOver(t *testing.T) {
 	keep := testKeepAlive(clk.now)
 	r := &retries{keep: keep, gate: func() (bool, time.Duration) { return true, 0 }}
 	msg := newFakeMsg(goodRead, 1)
-	r.hold(msg, 3*time.Second, true)
+	r.hold(owned(msg), 3*time.Second, true)
 	keep.wait()
 	assert.Equal(t, 1, msg.count("in_progress"), "kept alive at once")
 	assert.NotContains(t, msg.settled(), "nak")
@@ -47,7 +47,7 @@ func TestGateDeniedRetryIsHeldAgain(t *testing.T) {
 	asked := 0
 	r := &retries{keep: keep, gate: func() (bool, time.Duration) { asked++; return open, 5 * time.Second }}
 	msg := newFakeMsg(goodRead, 1)
-	r.hold(msg, time.Second, true)
+	r.hold(owned(msg), time.Second, true)
 
 	clk.advance(time.Second)
 	keep.wait()
@@ -77,9 +77,9 @@ func TestUngatedRetryNeverAsksTheGate(t *testing.T) {
 		return false, time.Second
 	}}
 	now, later := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	r.hold(now, 0, false)
+	r.hold(owned(now), 0, false)
 	assert.Equal(t, []string{"nak"}, now.settled())
-	r.hold(later, time.Second, false)
+	r.hold(owned(later), time.Second, false)
 	clk.advance(time.Second)
 	keep.wait()
 	assert.Contains(t, later.settled(), "nak")
@@ -94,9 +94,9 @@ func TestReleaseGivesHeldReadsBackWithTheRestOfTheirDelay(t *testing.T) {
 	p := newPark(keep)
 	r := &retries{keep: keep, gate: func() (bool, time.Duration) { return false, time.Hour }}
 	held, due, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	r.hold(held, 5*time.Second, true)
-	r.hold(due, time.Second, true)
-	p.add(parked)
+	r.hold(owned(held), 5*time.Second, true)
+	r.hold(owned(due), time.Second, true)
+	p.add(owned(parked))
 	clk.advance(2 * time.Second)
 
 	assert.Equal(t, 2, r.release())

@@ -5,8 +5,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // keepAlive is the one owner of keep-alives: every InProgress this process
@@ -40,13 +38,13 @@ type keepAlive struct {
 // watch is one worker's read in flight, kept alive.
 type watch struct {
 	mu   sync.Mutex
-	msg  jetstream.Msg // nil while the worker is idle
-	next time.Time     // when the next InProgress is due
+	d    *delivery // nil while the worker is idle
+	next time.Time // when the next InProgress is due
 }
 
 // waiting is a read kept alive while it waits in the process.
 type waiting struct {
-	msg       jetstream.Msg
+	d         *delivery
 	due       time.Time // never for a parked read
 	keepalive time.Time
 	index     int
@@ -55,7 +53,7 @@ type waiting struct {
 	// whatever it was added for).
 	ready func(now time.Time) time.Duration
 	// then carries out a read whose due time came, outside the lock.
-	then func(jetstream.Msg)
+	then func(*delivery)
 }
 
 // never is the due time of a parked read: it is only kept alive.
@@ -82,17 +80,17 @@ func newKeepAlive(o Options, now func() time.Time, onErr func(string, error), on
 	return k
 }
 
-// arm starts keeping msg alive, counting from start.
-func (k *keepAlive) arm(s *watch, msg jetstream.Msg, start time.Time) {
+// arm starts keeping d alive, counting from start.
+func (k *keepAlive) arm(s *watch, d *delivery, start time.Time) {
 	s.mu.Lock()
-	s.msg, s.next = msg, start.Add(k.first)
+	s.d, s.next = d, start.Add(k.first)
 	s.mu.Unlock()
 }
 
 // disarm stops keeping the watch's read alive.
 func (k *keepAlive) disarm(s *watch) {
 	s.mu.Lock()
-	s.msg = nil
+	s.d = nil
 	s.mu.Unlock()
 }
 
@@ -183,8 +181,8 @@ func (k *keepAlive) scan() {
 	now := k.wallNow()
 	for _, s := range k.watches {
 		s.mu.Lock()
-		if s.msg != nil && !now.Before(s.next) {
-			k.settle("in_progress", s.msg.InProgress())
+		if s.d != nil && !now.Before(s.next) {
+			k.settle("in_progress", s.d.inProgress())
 			s.next = now.Add(k.every)
 		}
 		s.mu.Unlock()
@@ -195,7 +193,7 @@ func (k *keepAlive) scan() {
 // those whose time has come, and returns how long until the next.
 func (k *keepAlive) wait() time.Duration {
 	var due []*waiting
-	var alive []jetstream.Msg
+	var alive []*delivery
 	now := k.now()
 	wait := time.Hour
 	k.mu.Lock()
@@ -218,7 +216,7 @@ func (k *keepAlive) wait() time.Duration {
 		}
 		w.keepalive = now.Add(k.every)
 		heap.Fix(&k.items, 0)
-		alive = append(alive, w.msg)
+		alive = append(alive, w.d)
 	}
 	n := len(k.items)
 	k.mu.Unlock()
@@ -226,10 +224,10 @@ func (k *keepAlive) wait() time.Duration {
 		k.onSize(n)
 	}
 	for _, w := range due {
-		w.then(w.msg)
+		w.then(w.d)
 	}
-	for _, m := range alive {
-		k.settle("in_progress", m.InProgress())
+	for _, d := range alive {
+		k.settle("in_progress", d.inProgress())
 	}
 	return wait
 }

@@ -23,8 +23,8 @@ func TestHeldAndParkedReadsAreKeptAliveAtOnce(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	held, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	r.hold(held, time.Hour, true)
-	p.add(parked)
+	r.hold(owned(held), time.Hour, true)
+	p.add(owned(parked))
 	require.Eventually(t, func() bool {
 		return held.count("in_progress") == 1 && parked.count("in_progress") == 1
 	}, 5*time.Second, time.Millisecond)
@@ -39,7 +39,7 @@ func TestWaitingReadIsKeptAliveEveryHalfAckWait(t *testing.T) {
 	keep := testKeepAlive(clk.now) // AckWait 2h
 	p := newPark(keep)
 	msg := newFakeMsg(goodRead, 1)
-	p.add(msg)
+	p.add(owned(msg))
 	assert.Equal(t, time.Hour, keep.wait(), "the next one is AckWait/2 away")
 	assert.Equal(t, 1, msg.count("in_progress"), "the first at once")
 
@@ -60,7 +60,7 @@ func TestWatchedReadIsKeptAliveUntilDisarmed(t *testing.T) {
 	keep.wallNow = func() time.Time { return wall }
 	w := keep.watches[0]
 	msg := newFakeMsg(goodRead, 1)
-	keep.arm(w, msg, wall)
+	keep.arm(w, owned(msg), wall)
 
 	keep.scan()
 	assert.Zero(t, msg.count("in_progress"), "not before its first signal is due")

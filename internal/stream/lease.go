@@ -5,11 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/clock"
 )
@@ -162,92 +160,4 @@ func (l *leases) held(got time.Duration) (bool, time.Duration) {
 		return false, max(longest, now-l.downSince)
 	}
 	return longest < l.lapse, longest
-}
-
-// wrap tags a pulled message with its arrival, so that its settlements
-// can tell whether it is still held.
-func (l *leases) wrap(msg jetstream.Msg) jetstream.Msg {
-	if l.conn == nil {
-		return msg
-	}
-	return &leasedMsg{Msg: msg, l: l, got: l.clk.Mono()}
-}
-
-// leasedMsg is a delivery that drops its NAK, TERM and in-progress
-// signals once its lease may have run out; its Ack always goes.
-type leasedMsg struct {
-	jetstream.Msg
-	l       *leases
-	got     time.Duration
-	dropped atomic.Bool
-}
-
-// check reports errLeaseLost when the delivery is not held any more; the
-// first time, it counts and logs the drop. An in-progress signal while the
-// connection is down is only skipped: the outage may end soon enough.
-func (m *leasedMsg) check(op string) error {
-	if m.dropped.Load() {
-		return errLeaseLost
-	}
-	ok, outage := m.l.held(m.got)
-	if ok {
-		return nil
-	}
-	if op == "in_progress" && outage < m.l.lapse {
-		return errLeaseLost
-	}
-	if m.dropped.CompareAndSwap(false, true) {
-		m.l.lost()
-		attrs := []slog.Attr{slog.String("subject", m.Subject()), slog.String("op", op),
-			slog.Duration("outage", outage), slog.Duration("lapse", m.l.lapse)}
-		if md, err := m.Metadata(); err == nil {
-			attrs = append(attrs, slog.Uint64("stream_seq", md.Sequence.Stream), slog.Uint64("deliveries", md.NumDelivered))
-		}
-		m.l.log.LogAttrs(context.Background(), slog.LevelWarn,
-			"delivery dropped unsettled: the connection was down long enough for its ack wait to run out; the server redelivers it", attrs...)
-	}
-	return errLeaseLost
-}
-
-func (m *leasedMsg) Nak() error {
-	if err := m.check("nak"); err != nil {
-		return err
-	}
-	return m.Msg.Nak()
-}
-
-func (m *leasedMsg) NakWithDelay(d time.Duration) error {
-	if err := m.check("nak"); err != nil {
-		return err
-	}
-	return m.Msg.NakWithDelay(d)
-}
-
-func (m *leasedMsg) Term() error {
-	if err := m.check("term"); err != nil {
-		return err
-	}
-	return m.Msg.Term()
-}
-
-func (m *leasedMsg) TermWithReason(reason string) error {
-	if err := m.check("term"); err != nil {
-		return err
-	}
-	return m.Msg.TermWithReason(reason)
-}
-
-func (m *leasedMsg) InProgress() error {
-	if err := m.check("in_progress"); err != nil {
-		return err
-	}
-	return m.Msg.InProgress()
-}
-
-// dropLost reports whether msg's delivery is not held any more (counting
-// and logging it the first time): nothing may be written for it, neither a
-// record nor a copy. op names what was about to be done.
-func dropLost(msg jetstream.Msg, op string) bool {
-	m, ok := msg.(*leasedMsg)
-	return ok && m.check(op) != nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // park is where pulled reads wait for a worker while the breaker is open,
@@ -18,9 +16,9 @@ type park struct {
 	keep *keepAlive
 
 	mu    sync.Mutex
-	byMsg map[jetstream.Msg]*list.Element // of *waiting, to unpark a read
-	order list.List                       // of *waiting, oldest first
-	n     atomic.Int64                    // order.Len(), read without the lock
+	byD   map[*delivery]*list.Element // of *waiting, to unpark a read
+	order list.List                   // of *waiting, oldest first
+	n     atomic.Int64                // order.Len(), read without the lock
 
 	// parked is signalled on every park and taken on every take (for the
 	// follower); wakeWorker wakes an idle worker when a read is parked,
@@ -29,11 +27,11 @@ type park struct {
 	// released is the hand-back of release, once it ran: a read parked
 	// after it (a drain that outlived the stop) is handed back at once,
 	// not left where nothing keeps it alive or takes it.
-	released func(jetstream.Msg, error)
+	released func(*delivery, error)
 }
 
 func newPark(keep *keepAlive) *park {
-	return &park{keep: keep, byMsg: make(map[jetstream.Msg]*list.Element),
+	return &park{keep: keep, byD: make(map[*delivery]*list.Element),
 		parked: make(chan struct{}, 1), taken: make(chan struct{}, 1), wakeWorker: make(chan struct{}, 1)}
 }
 
@@ -41,15 +39,15 @@ func newPark(keep *keepAlive) *park {
 func (p *park) len() int { return int(p.n.Load()) }
 
 // add parks msg until a worker takes it (or release hands it back).
-func (p *park) add(msg jetstream.Msg) {
-	w := &waiting{msg: msg, due: never}
+func (p *park) add(d *delivery) {
+	w := &waiting{d: d, due: never}
 	p.mu.Lock()
 	if handBack := p.released; handBack != nil {
 		p.mu.Unlock()
-		handBack(msg, errParkedAtStop)
+		handBack(d, errParkedAtStop)
 		return
 	}
-	p.byMsg[msg] = p.order.PushBack(w)
+	p.byD[d] = p.order.PushBack(w)
 	p.n.Add(1)
 	p.keep.add(w) // under the park's lock: a take always finds it kept alive
 	p.mu.Unlock()
@@ -59,12 +57,12 @@ func (p *park) add(msg jetstream.Msg) {
 
 // remove takes msg out of the park if it is there; it reports whether it
 // was.
-func (p *park) remove(msg jetstream.Msg) bool {
+func (p *park) remove(d *delivery) bool {
 	if p.n.Load() == 0 {
 		return false
 	}
 	p.mu.Lock()
-	e, ok := p.byMsg[msg]
+	e, ok := p.byD[d]
 	if ok {
 		p.unpark(e)
 	}
@@ -75,7 +73,7 @@ func (p *park) remove(msg jetstream.Msg) bool {
 // take unparks and returns the read parked longest, if any. Choosing and
 // removing happen under one lock, so two workers never pick the same read
 // (which would leave another parked read without a worker).
-func (p *park) take() (jetstream.Msg, bool) {
+func (p *park) take() (*delivery, bool) {
 	if p.n.Load() == 0 {
 		return nil, false
 	}
@@ -92,13 +90,13 @@ func (p *park) take() (jetstream.Msg, bool) {
 	if left > 0 {
 		signal(p.wakeWorker)
 	}
-	return w.msg, true
+	return w.d, true
 }
 
 // unpark removes e; the caller holds the lock.
 func (p *park) unpark(e *list.Element) *waiting {
 	w := p.order.Remove(e).(*waiting)
-	delete(p.byMsg, w.msg)
+	delete(p.byD, w.d)
 	p.n.Add(-1)
 	p.keep.remove(w)
 	return w
@@ -107,12 +105,12 @@ func (p *park) unpark(e *list.Element) *waiting {
 // release hands every parked read back to the server through handBack,
 // for a stop (it was never delivered downstream: no attempt is charged);
 // it returns how many. A read parked after it is handed back at once.
-func (p *park) release(handBack func(jetstream.Msg, error)) int {
+func (p *park) release(handBack func(*delivery, error)) int {
 	p.mu.Lock()
 	p.released = handBack
-	var parked []jetstream.Msg
+	var parked []*delivery
 	for e := p.order.Front(); e != nil; e = p.order.Front() {
-		parked = append(parked, p.unpark(e).msg)
+		parked = append(parked, p.unpark(e).d)
 	}
 	p.mu.Unlock()
 	// Each hand-back may look a record up before its NAK: a few at a time.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,11 +24,11 @@ func TestTakeParkedGivesEachReadOnce(t *testing.T) {
 	p := newPark(keep)
 	const n = 1000
 	for range n {
-		p.add(newFakeMsg(goodRead, 1))
+		p.add(owned(newFakeMsg(goodRead, 1)))
 	}
 	require.Equal(t, n, p.len())
 	var mu sync.Mutex
-	seen := map[jetstream.Msg]int{}
+	seen := map[*delivery]int{}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -64,7 +63,7 @@ func TestParkIsOldestFirstAndRemovable(t *testing.T) {
 	t.Parallel()
 	keep := testKeepAlive(time.Now)
 	p := newPark(keep)
-	a, b, c := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
+	a, b, c := owned(newFakeMsg(goodRead, 1)), owned(newFakeMsg(goodRead, 1)), owned(newFakeMsg(goodRead, 1))
 	p.add(a)
 	p.add(b)
 	p.add(c)
@@ -73,7 +72,7 @@ func TestParkIsOldestFirstAndRemovable(t *testing.T) {
 	assert.Equal(t, 2, keep.size())
 	first, _ := p.take()
 	second, _ := p.take()
-	assert.Equal(t, []jetstream.Msg{a, c}, []jetstream.Msg{first, second})
+	assert.Equal(t, []*delivery{a, c}, []*delivery{first, second})
 }
 
 // At a stop, every parked read is handed back, never charged: the error
@@ -84,11 +83,11 @@ func TestParkReleaseHandsEveryReadBack(t *testing.T) {
 	p := newPark(keep)
 	const n = 40
 	for range n {
-		p.add(newFakeMsg(goodRead, 1))
+		p.add(owned(newFakeMsg(goodRead, 1)))
 	}
 	var mu sync.Mutex
-	handedBack := map[jetstream.Msg]bool{}
-	got := p.release(func(m jetstream.Msg, err error) {
+	handedBack := map[*delivery]bool{}
+	got := p.release(func(m *delivery, err error) {
 		assert.ErrorIs(t, err, errStopping)
 		mu.Lock()
 		handedBack[m] = true
@@ -107,14 +106,14 @@ func TestAReadParkedAfterReleaseIsHandedBack(t *testing.T) {
 	t.Parallel()
 	keep := testKeepAlive(time.Now)
 	p := newPark(keep)
-	p.add(newFakeMsg(goodRead, 1))
-	var handed []jetstream.Msg
-	hb := func(m jetstream.Msg, why error) {
+	p.add(owned(newFakeMsg(goodRead, 1)))
+	var handed []*delivery
+	hb := func(m *delivery, why error) {
 		assert.ErrorIs(t, why, errStopping)
 		handed = append(handed, m)
 	}
 	require.Equal(t, 1, p.release(hb))
-	late := newFakeMsg(goodRead, 1)
+	late := owned(newFakeMsg(goodRead, 1))
 	p.add(late)
 	require.Len(t, handed, 2)
 	assert.Same(t, late, handed[1])

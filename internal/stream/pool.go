@@ -3,8 +3,6 @@ package stream
 import (
 	"context"
 	"sync"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // group is goroutines that share one lifetime: stop ends it and waits for
@@ -41,25 +39,25 @@ func (g *group) stop() {
 // another, so that a park emptied at once keeps every idle worker busy.
 // Stopping the pool lets each worker finish its read.
 type workers struct {
-	work chan jetstream.Msg
+	work chan *delivery
 	*group
 }
 
 // startWorkers starts the pool; graceful, cut and giveUp are handle's
 // contexts.
 func (c *Consumer) startWorkers(graceful, cut, giveUp context.Context) *workers {
-	p := &workers{work: make(chan jetstream.Msg)}
+	p := &workers{work: make(chan *delivery)}
 	fns := make([]func(context.Context), 0, len(c.keep.watches))
 	for _, w := range c.keep.watches {
 		fns = append(fns, func(quit context.Context) {
 			for {
-				if msg, ok := c.park.take(); ok {
-					c.handle(graceful, cut, giveUp, msg, w)
+				if d, ok := c.park.take(); ok {
+					c.handle(graceful, cut, giveUp, d, w)
 					continue
 				}
 				select {
-				case msg := <-p.work:
-					c.handle(graceful, cut, giveUp, msg, w)
+				case d := <-p.work:
+					c.handle(graceful, cut, giveUp, d, w)
 				case <-c.park.wakeWorker:
 				case <-quit.Done():
 					return
