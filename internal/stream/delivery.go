@@ -14,7 +14,8 @@ import (
 // delivery is one delivery of a read, from the moment it is pulled to its
 // settlement, and its one owner: it alone acks, NAKs, terminates and keeps
 // alive its message, and drops each of them once its lease may have run
-// out (an Ack always goes: the server ignores one it no longer expects).
+// out (an Ack always goes: the engine answered 2xx, the read is billed,
+// whoever holds its delivery now; docs/SETTLEMENT.md).
 // The workers, the park, the held retries and the keep-alive loop hold
 // deliveries, never messages; what becomes of one is decide's to say and
 // settle's to carry out.
