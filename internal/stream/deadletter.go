@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
@@ -23,87 +22,91 @@ type DeadLetterer interface {
 // server's when a copy is looked for by its time.
 const clockSkew = time.Minute
 
-// deadLetter records the decision, stores the copy, then terminates the
-// original. All of it fits in what is left of the delivery's deadline (so
-// that a read waiting in the client buffer behind it cannot outlive the
-// ack wait); a copy that was not confirmed leaves the original unsettled:
-// it is held and NAKed with a growing delay, and its next delivery goes
-// straight back here. A decision already on record (another delivery's,
-// perhaps another replica's) is the one the copy carries.
-func (c *Consumer) deadLetter(hard context.Context, d *delivery, reason dlq.Reason, ce *classify.Error) {
-	if d.lost("dead_letter") {
-		return // another replica may hold the read: no record, no copy, no TERM
-	}
+// recordDecision writes the decision to dead-letter the read on its
+// record, within what is left of the delivery's deadline (so that a read
+// waiting in the client buffer behind it cannot outlive the ack wait). A
+// decision already on record (another delivery's, perhaps another
+// replica's) stays: the situation returned holds the one on record, which
+// the copy carries. A decision that could not be written is the copy's all
+// the same, guarded by its message id within the duplicate window.
+func (c *Consumer) recordDecision(hard context.Context, d *delivery, s situation, v verdict) situation {
 	ctx, cancel := context.WithDeadline(hard, d.deadline)
 	defer cancel()
-	msg, md := d.msg, d.md
 	// The attempts the read spent: those before this delivery, and its
-	// call if it made one that was charged.
-	attempts := d.attempt - 1
+	// call if it made one that was charged (the write counts it).
+	d.dl.attempts = d.attempt - 1
 	if d.charged {
-		attempts++
+		d.dl.attempts++
 	}
 	now, _ := c.server.now() // the server's clock: another replica compares it, as the duplicate window does
-	decided := Decision{Reason: reason, Class: ce.Class.String(), Cause: ce.Cause, Error: ce.Error(), At: now}
-	// last is when a copy was last tried; legacy: the decision was recorded
-	// by a version whose copies' message id did not name the read's stream
-	// timestamp, so the duplicate window does not guard against a second
-	// copy of it.
-	var last time.Time
-	legacy := false
-	decide := func(r *Record) {
+	d.dl.at = now
+	decided := Decision{Reason: v.reason, Class: v.cause.Class.String(), Cause: v.cause.Cause, Error: v.cause.Error(), At: now}
+	write := func(r *Record) {
 		if r.DeadLetter == nil {
 			dec := decided
 			r.DeadLetter = &dec
 		}
-		last, legacy = r.DeadLetter.Last, r.PublishedAt.IsZero() && !r.DeadLetter.Last.IsZero()
+		// A copy tried before (last): legacy when a version whose copies'
+		// message id did not name the read's stream timestamp tried it,
+		// so the duplicate window does not guard against a second copy.
+		d.dl.last, d.dl.legacy = r.DeadLetter.Last, r.PublishedAt.IsZero() && !r.DeadLetter.Last.IsZero()
 		r.DeadLetter.Last = now
 	}
-	if !c.change(ctx, d, decide) {
-		// Not recorded: the copy is made all the same, guarded by its
-		// message id within the duplicate window.
+	if !c.change(ctx, d, write) {
 		r := d.rec.clone()
-		decide(&r)
+		write(&r)
 		d.rec = r
 	}
-	dec := d.rec.DeadLetter
-	if dec.Reason != reason || dec.Cause != ce.Cause {
-		reason, ce = dec.Reason, dec.classified()
-	}
+	s.recorded = d.rec.DeadLetter
+	return s
+}
+
+// storeCopy stores the dead-letter copy v describes (the decision on
+// record), within what is left of the delivery's deadline, and returns the
+// situation with whether JetStream confirmed it. A copy tried before may
+// have been stored by an attempt whose answer was lost; past the duplicate
+// window its message id no longer guards against a second one, so it is
+// looked for first.
+func (c *Consumer) storeCopy(hard context.Context, d *delivery, s situation, v verdict) situation {
+	ctx, cancel := context.WithDeadline(hard, d.deadline)
+	defer cancel()
+	msg, md := d.msg, d.md
 	entry := dlq.Entry{
-		Reason: reason, Cause: ce.Cause, Err: ce,
+		Reason: v.reason, Cause: v.cause.Cause, Err: v.cause,
 		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
-		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, Attempts: attempts, PublishedAt: md.Timestamp,
+		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, Attempts: d.dl.attempts, PublishedAt: md.Timestamp,
 		Header: msg.Headers(), Data: msg.Data(),
 	}
-	// A copy tried before may have been stored by an attempt whose answer
-	// was lost; past the duplicate window its message id no longer guards
-	// against a second one, so look for it.
-	stored := false
+	dec := s.recorded
 	var err error
-	if !last.IsZero() && (legacy || now.Sub(dec.At) > c.o.DeadLetterWindow-clockSkew) {
-		stored, err = c.lookForCopy(ctx, d, entry, dec.At.Add(-clockSkew), last.Add(c.o.HandlerTimeout+clockSkew))
+	if !d.dl.last.IsZero() && (d.dl.legacy || d.dl.at.Sub(dec.At) > c.o.DeadLetterWindow-clockSkew) {
+		d.dl.found, err = c.lookForCopy(ctx, d, entry, dec.At.Add(-clockSkew), d.dl.last.Add(c.o.HandlerTimeout+clockSkew))
 	}
-	if err == nil && !stored {
+	if err == nil && !d.dl.found {
 		drv := retry.Driver{Policy: c.o.DeadLetterRetry, Rand: c.o.Rand,
 			Transient: func(err error) bool { return !errors.Is(err, dlq.ErrRejected) }}
 		err = drv.Do(ctx, func(ctx context.Context) error { return c.o.DeadLetter.Publish(ctx, entry) })
 	}
+	s.copied, s.copyErr = true, err
 	if err != nil {
-		c.copyFailed(ctx, d, reason, ce, err)
-		return
+		s.copyFloor = c.o.Policy.Ceiling(s.deliveries) / 2
 	}
-	termReason := string(reason) // exhausted, expired
-	if reason == dlq.ReasonPermanent {
-		termReason = string(ce.Cause)
+	return s
+}
+
+// terminate TERMs a read whose dead-letter copy JetStream confirmed.
+func (c *Consumer) terminate(ctx context.Context, d *delivery, v verdict) {
+	termReason := string(v.reason) // exhausted, expired
+	if v.reason == dlq.ReasonPermanent {
+		termReason = string(v.cause.Cause)
 	}
 	c.settleError("term", d.term(termReason))
-	c.m.deadLettered(reason)
+	c.m.deadLettered(v.reason)
 	c.m.settled(OutcomeTerm, time.Since(d.start).Seconds())
-	c.m.aged(OutcomeTerm, md, c.serverNow())
+	c.m.aged(OutcomeTerm, d.md, c.serverNow())
 	c.m.deliveryAttempt.Observe(float64(d.attempt))
-	attrs := append(c.attrs(d, ce, 0), slog.String("reason", string(reason)))
-	if stored {
+	attrs := append(c.attrs(d, v.cause, 0), slog.String("reason", string(v.reason)))
+	if d.dl.found {
 		attrs = append(attrs, slog.Bool("copy_found", true))
 	}
 	c.log.LogAttrs(ctx, slog.LevelError, "dead-lettered", attrs...)
@@ -126,24 +129,4 @@ func (c *Consumer) lookForCopy(ctx context.Context, d *delivery, e dlq.Entry, fr
 			slog.Uint64("stream_seq", d.md.Sequence.Stream), slog.Any("error", found.Cleanup))
 	}
 	return found.Copy, err
-}
-
-// copyFailed holds a read whose copy was not confirmed and NAKs it later,
-// with a delay that grows with its deliveries and is never below half its
-// ceiling: a copy refused for good (too large, a full or missing stream)
-// is retried slowly, never in a tight loop, until a person fixes the cause.
-func (c *Consumer) copyFailed(ctx context.Context, d *delivery, reason dlq.Reason, ce *classify.Error, err error) {
-	n := d.md.NumDelivered
-	delay := c.o.Policy.DelayWithFloor(n, c.o.Rand, c.o.Policy.Ceiling(n)/2)
-	c.retries.hold(d, delay, false)
-	c.m.dlqErrors.Inc()
-	c.m.retryDelay.Observe(delay.Seconds())
-	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
-	attrs := append(c.attrs(d, ce, delay), slog.String("reason", string(reason)), slog.Any("dlq_error", err))
-	msg := "dead-letter copy not confirmed; read NAKed, not terminated"
-	if errors.Is(err, dlq.ErrRejected) {
-		c.m.dlqRejections.Inc()
-		msg = "dead-letter copy rejected by the server; read NAKed, not terminated, until the cause is fixed"
-	}
-	c.naks.line(ctx, slog.LevelError, msg, ce.Cause, attrs)
 }

@@ -51,6 +51,20 @@ type delivery struct {
 	// known: rec was read (a first delivery's, or a look-up that
 	// succeeded), so it may be written.
 	known bool
+	// dl is what the dead-letter copy needs from the record's write.
+	dl copyState
+}
+
+// copyState is what becomes known of a read's dead-letter copy when its
+// decision is written to the record: at is when (on the server's clock),
+// last when a copy was last tried (zero: never; legacy: by a version whose
+// copies' message id did not name the read's stream timestamp), attempts
+// the calls the read spent; found: a copy was found stored already.
+type copyState struct {
+	at, last time.Time
+	legacy   bool
+	attempts uint64
+	found    bool
 }
 
 // newDelivery takes msg on, its lease counted from now.

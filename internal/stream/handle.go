@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 )
@@ -27,10 +29,12 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 var errStopping = fmt.Errorf("%w: the read is handed back", classify.ErrShutdown)
 
 // handle settles one delivery in exactly one way: decide gives its fate,
-// from what is known of it, and settle carries the fate out. graceful ends
-// when a graceful stop starts; hard ends when the stop has run out of time;
-// giveUp ends when the stop's grace is over (a hand-back then no longer
-// waits for the records bucket).
+// from what is known of it, and handle carries it out; the steps that learn
+// something (the call, the dead-letter decision written to the record, the
+// copy) are followed by decide once more, and the last fate is settle's.
+// graceful ends when a graceful stop starts; hard ends when the stop has
+// run out of time; giveUp ends when the stop's grace is over (a hand-back
+// then no longer waits for the records bucket).
 func (c *Consumer) handle(graceful, hard, giveUp context.Context, d *delivery, w *watch) {
 	start := time.Now()
 	c.m.inFlight.Inc()
@@ -46,23 +50,40 @@ func (c *Consumer) handle(graceful, hard, giveUp context.Context, d *delivery, w
 		c.budget.First()
 	}
 	for {
-		if v.credit {
-			c.credit(hard, d)
+		c.account(hard, d, v)
+		switch {
+		case v.fate.leased() && d.lost(v.fate.String()):
+			s.lost = true
+		case v.fate == fateCall:
+			s = c.call(graceful, hard, d, s)
+			v = decide(s)
+			d.charged = s.stopped == nil && s.failure != nil && v.uncharged == ""
+			continue
+		case v.fate == fateDeadLetter:
+			s = c.recordDecision(hard, d, s, v)
+		case v.fate == fateCopy:
+			s = c.storeCopy(hard, d, s, v)
+		default:
+			c.settle(hard, giveUp, d, v)
+			return
 		}
-		if v.own {
-			c.m.failed(v.cause)
-		}
-		if v.uncharged != "" {
-			c.uncharged(hard, d, v)
-		}
-		if v.fate != fateCall {
-			break
-		}
-		s = c.call(graceful, hard, d, s)
 		v = decide(s)
-		d.charged = s.stopped == nil && s.failure != nil && v.uncharged == ""
 	}
-	c.settle(hard, giveUp, d, v)
+}
+
+// account counts what a verdict says of the delivery's failure before it
+// is carried out: the failure (once, by the verdict that is the
+// delivery's own), a shed credited back, an attempt not charged.
+func (c *Consumer) account(ctx context.Context, d *delivery, v verdict) {
+	if v.credit {
+		c.credit(ctx, d)
+	}
+	if v.own {
+		c.m.failed(v.cause)
+	}
+	if v.uncharged != "" {
+		c.uncharged(ctx, d, v)
+	}
 }
 
 // before is what is known of a delivery before its call: its metadata, its
@@ -137,7 +158,7 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 }
 
 // settle carries a verdict out: the one place a read is acked, retried,
-// dead-lettered or handed back.
+// terminated or handed back.
 func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) {
 	switch v.fate {
 	case fateAck:
@@ -152,14 +173,16 @@ func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) 
 		}
 	case fateRetry:
 		c.countCall(hard, d)
-		c.retryLater(hard, d, v.cause, c.o.Policy.DelayWithFloor(v.backoff, c.o.Rand, v.floor))
-	case fateDeadLetter:
-		c.deadLetter(hard, d, v.reason, v.cause)
+		c.retryLater(hard, d, v)
+	case fateTerm:
+		c.terminate(hard, d, v)
 	case fateHandBack:
 		c.handBack(giveUp, d, v.cause)
 	case fateReject:
 		c.settleError("nak", d.nak())
 		c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+	case fateDrop:
+		// Counted and logged by the delivery when its lease was found lost.
 	}
 }
 
@@ -182,9 +205,6 @@ func (c *Consumer) creditable(d *delivery) bool {
 // the engine weighs. A credit that could not be written is lost, not
 // charged: the record counts calls, and this one is not counted.
 func (c *Consumer) credit(ctx context.Context, d *delivery) {
-	if d.lost("record") {
-		return
-	}
 	c.change(ctx, d, func(r *Record) { r.Sheds++ })
 }
 
@@ -193,7 +213,7 @@ func (c *Consumer) credit(ctx context.Context, d *delivery) {
 // could not be recorded (counted and logged by change) is not counted: the
 // read may be called once more than its attempts, never lost.
 func (c *Consumer) countCall(ctx context.Context, d *delivery) {
-	if _, none := c.records.(noRecords); none || !d.charged || d.lost("record") {
+	if _, none := c.records.(noRecords); none || !d.charged {
 		return
 	}
 	c.change(ctx, d, func(*Record) {})
@@ -268,13 +288,26 @@ func traceParent(h nats.Header) string {
 	return h.Get("Traceparent")
 }
 
-// retryLater holds the read for delay, then NAKs it for redelivery; the
-// retry also waits for the retry budget.
-func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Error, delay time.Duration) {
-	c.retries.hold(d, delay, true)
+// retryLater holds the read for its delay, then NAKs it for redelivery; a
+// retry of its call also waits for the retry budget (v.gated), a retry of
+// its dead-letter copy does not.
+func (c *Consumer) retryLater(ctx context.Context, d *delivery, v verdict) {
+	delay := c.o.Policy.DelayWithFloor(v.backoff, c.o.Rand, v.floor)
+	c.retries.hold(d, delay, v.gated)
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
-	c.naks.line(ctx, slog.LevelWarn, "nak", ce.Cause, c.attrs(d, ce, delay))
+	if v.copyErr == nil {
+		c.naks.line(ctx, slog.LevelWarn, "nak", v.cause.Cause, c.attrs(d, v.cause, delay))
+		return
+	}
+	c.m.dlqErrors.Inc()
+	attrs := append(c.attrs(d, v.cause, delay), slog.String("reason", string(v.reason)), slog.Any("dlq_error", v.copyErr))
+	msg := "dead-letter copy not confirmed; read NAKed, not terminated"
+	if errors.Is(v.copyErr, dlq.ErrRejected) {
+		c.m.dlqRejections.Inc()
+		msg = "dead-letter copy rejected by the server; read NAKed, not terminated, until the cause is fixed"
+	}
+	c.naks.line(ctx, slog.LevelError, msg, v.cause.Cause, attrs)
 }
 
 // handBack returns a read to the server without charging it an attempt: it
@@ -282,11 +315,8 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, ce *classify.Err
 // recording before the NAK. A record of an earlier version, which counted
 // hand-backs instead, is first rewritten to count calls (within ctx: the
 // stop's grace); one that could not be read or written leaves the delivery
-// count to decide. A delivery lost to another replica is left alone.
+// count to decide.
 func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error) {
-	if d.lost("hand_back") {
-		return // another replica may hold the read: no record, no NAK
-	}
 	if d.rev > 0 && !d.rec.CountsCalls {
 		c.change(ctx, d, func(*Record) {})
 	}
@@ -296,20 +326,25 @@ func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error
 	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, c.attrs(d, ce, 0))
 }
 
-// handBackUnhandled hands back a delivery that no worker looked at: its
-// record is looked up first, within ctx, in case an earlier version wrote
-// it.
+// handBackUnhandled hands back a delivery that no worker looked at, as
+// decide says of a stop (or drops it, its lease lost): its record is looked
+// up first, within ctx, in case an earlier version wrote it.
 func (c *Consumer) handBackUnhandled(ctx context.Context, d *delivery, why error) {
 	md, err := d.msg.Metadata()
 	if err != nil {
-		c.settleError("nak", d.nak())
+		c.settle(ctx, ctx, d, decide(situation{noMetadata: true}))
 		return
 	}
 	d.md, d.start = md, time.Now()
-	d.rec, d.rev, d.known = c.lookUp(ctx, md, time.Time{})
-	ce := classify.NewTransient(classify.CauseShutdown, why)
-	c.m.failed(ce)
-	c.handBack(ctx, d, ce)
+	s := situation{called: true, stopped: why}
+	if d.lost(fateHandBack.String()) {
+		s.lost = true
+	} else {
+		d.rec, d.rev, d.known = c.lookUp(ctx, md, time.Time{})
+	}
+	v := decide(s)
+	c.account(ctx, d, v)
+	c.settle(ctx, ctx, d, v)
 }
 
 func (c *Consumer) attrs(d *delivery, ce *classify.Error, delay time.Duration) []slog.Attr {

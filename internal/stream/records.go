@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,7 +83,9 @@ type Decision struct {
 }
 
 func (d *Decision) classified() *classify.Error {
-	ce := classify.NewTransient(d.Cause, errors.New(d.Error))
+	// d.Error is the classified error's text, its cause first: the error
+	// rebuilt prints the same text again.
+	ce := classify.NewTransient(d.Cause, errors.New(strings.TrimPrefix(d.Error, string(d.Cause)+": ")))
 	if d.Class == classify.Permanent.String() {
 		ce.Class = classify.Permanent
 	}
@@ -271,10 +274,14 @@ func (c *Consumer) own(md *jetstream.MsgMetadata, s Stored) Record {
 // stored a record in between, it reads that one and applies f to it again
 // (counted and logged), so that two replicas never write over each other.
 // A record that could not be read (d.known false) is never written: that
-// is counted and logged. change reports whether the record was stored;
+// is counted and logged; nor is the record of a delivery whose lease ran
+// out (counted and logged by the delivery). change reports whether the record was stored;
 // d.rec and d.rev are then the record as stored. The writes end with ctx
 // and within RecordsTimeout.
 func (c *Consumer) change(ctx context.Context, d *delivery, f func(*Record)) bool {
+	if d.lost("record") {
+		return false // not held any more: another replica may hold the read
+	}
 	seq := d.md.Sequence.Stream
 	if !d.known {
 		c.m.recordSkips.Inc()

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
@@ -199,6 +200,36 @@ func TestTwoWritersOfARecordDoNotOverwriteEachOther(t *testing.T) {
 	assert.Equal(t, "permanent", got.DeadLetter.Reason)
 	assert.Equal(t, "http_422", got.DeadLetter.Cause)
 	assert.Equal(t, 2.0, testutil.ToFloat64(counter(t, e, "meter_consumer_record_conflicts_total")), "the call's record and the decision each met the rival's write")
+}
+
+// Another delivery of the read (a replica that took it over) decided its
+// fate and wrote it first, while this one was calling the engine: this
+// one's decision meets it on the record, and the copy carries the decision
+// on record, its reason, cause and error text as written, not this
+// delivery's.
+func TestTheDecisionWrittenFirstIsTheCopys(t *testing.T) {
+	t.Parallel()
+	var e *env
+	e = newEnv(t, func(int, string) (int, http.Header) {
+		body := fmt.Sprintf(`{"calls":0,"counts_calls":true,"published_at":%q,"dead_letter":{"reason":"expired","class":"transient",`+
+			`"cause":"http_503","error":"http_503: the other delivery's","at":%q}}`,
+			e.publishedAt(e.js, 1), time.Now().UTC().Format(time.RFC3339Nano))
+		_, err := e.set.Records.KV.Put(t.Context(), "1", []byte(body))
+		assert.NoError(t, err)
+		return http.StatusUnprocessableEntity, nil
+	})
+	e.start(e.options(78))
+	e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	e.settled(10 * time.Second)
+
+	dl := e.deadLetters()
+	require.Len(t, dl, 1)
+	assert.Equal(t, "expired", dl[0].Header.Get(dlq.HeaderReason), "the decision on record, not this delivery's permanent")
+	assert.Equal(t, "http_503", dl[0].Header.Get(dlq.HeaderCause))
+	assert.Equal(t, "http_503: the other delivery's", dl[0].Header.Get(dlq.HeaderError), "its error text as written")
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_dead_letters_total", "reason", "expired")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, e, "meter_consumer_failures_total", "class", "permanent", "cause", "http_422")),
+		"this delivery's failure is counted as it was")
 }
 
 // A stop hands back every read it holds within its grace period (the

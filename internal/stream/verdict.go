@@ -19,33 +19,55 @@ const (
 	fateAck
 	// fateRetry: hold the read for its delay, then NAK it for redelivery.
 	fateRetry
-	// fateDeadLetter: store its copy, then TERM it (a copy not confirmed: hold
-	// it and NAK it later, never TERM it).
+	// fateDeadLetter: record the decision to dead-letter the read (a
+	// decision on record first, another delivery's, stays), then decide
+	// once more: the copy carries the decision on record.
 	fateDeadLetter
+	// fateCopy: store the dead-letter copy, then decide once more.
+	fateCopy
+	// fateTerm: the copy is confirmed: TERM the original.
+	fateTerm
 	// fateHandBack: the process is stopping; record the hand-back and NAK it at
 	// once, uncharged, for another replica.
 	fateHandBack
 	// fateReject: not a JetStream delivery (no metadata to count attempts by):
 	// NAK it at once.
 	fateReject
+	// fateDrop: the delivery's lease ran out (the connection was down past
+	// its ack wait): nothing is written or settled for it; the server
+	// redelivers it, perhaps to another replica.
+	fateDrop
 )
 
-var fates = [...]string{fateCall: "call", fateAck: "ack", fateRetry: "retry", fateDeadLetter: "dead-letter", fateHandBack: "hand back", fateReject: "reject"}
+var fates = [...]string{fateCall: "call", fateAck: "ack", fateRetry: "retry", fateDeadLetter: "dead-letter", fateCopy: "copy",
+	fateTerm: "term", fateHandBack: "hand back", fateReject: "reject", fateDrop: "drop"}
 
 func (f fate) String() string { return fates[f] }
 
 // outcome is the settlement a fate ends in, as messages_total counts it
-// ("" for a call, which is not one).
+// ("" for a call and a drop, which are not one; a dead-letter and its copy
+// end in a TERM, unless the copy is not confirmed: then in a retry).
 func (f fate) outcome() Outcome {
 	switch f {
 	case fateAck:
 		return OutcomeAck
-	case fateDeadLetter:
+	case fateDeadLetter, fateCopy, fateTerm:
 		return OutcomeTerm
 	case fateRetry, fateHandBack, fateReject:
 		return OutcomeNak
 	}
 	return ""
+}
+
+// leased reports whether carrying the fate out needs the delivery's lease:
+// it writes the read's record or copy, or settles the message. An Ack does
+// not: the engine billed the read, whoever holds its delivery now.
+func (f fate) leased() bool {
+	switch f {
+	case fateRetry, fateDeadLetter, fateCopy, fateTerm, fateHandBack:
+		return true
+	}
+	return false
 }
 
 // situation is what is known of a read's delivery when its fate is
@@ -85,6 +107,19 @@ type situation struct {
 	// shedding: the engine sheds its load (a shed only): a trial found
 	// its sheds fall when the fleet sends less, or it refuses most.
 	shedding bool
+
+	// recorded is the decision to dead-letter the read on its record once
+	// this delivery wrote its own (nil: not yet): the first one written,
+	// perhaps another delivery's, which the copy carries.
+	recorded *Decision
+	// copied: the copy was tried; copyErr is why it was not confirmed
+	// (nil: it was), copyFloor the least delay before it is tried again.
+	copied    bool
+	copyErr   error
+	copyFloor time.Duration
+
+	// lost: the delivery's lease ran out before its fate was carried out.
+	lost bool
 }
 
 // verdict is a read's fate with what carrying it out needs.
@@ -107,13 +142,35 @@ type verdict struct {
 	// count it.
 	uncharged string
 	credit    bool
+	// gated: the retry waits for the retry budget when it is due (a read's
+	// retry of its call; not a copy's).
+	gated bool
+	// copyErr is why the dead-letter copy was not confirmed (a retry of the
+	// copy only).
+	copyErr error
 }
 
 // decide is a read's fate, from its situation alone: docs/SETTLEMENT.md's
 // table, row by row (TestSettlementTable).
 func decide(s situation) verdict {
-	if s.noMetadata {
+	switch {
+	case s.noMetadata:
 		return verdict{fate: fateReject}
+	case s.lost:
+		return verdict{fate: fateDrop}
+	case s.copied && s.copyErr != nil:
+		// Not confirmed: the original is not let go. Held with a delay that
+		// grows with its deliveries and is never below half its ceiling, so
+		// that a copy refused for good is retried slowly, never in a tight
+		// loop; its next delivery comes straight back to the copy.
+		return verdict{fate: fateRetry, reason: s.recorded.Reason, cause: s.recorded.classified(),
+			backoff: s.deliveries, floor: s.copyFloor, copyErr: s.copyErr}
+	case s.copied:
+		return verdict{fate: fateTerm, reason: s.recorded.Reason, cause: s.recorded.classified()}
+	case s.recorded != nil:
+		// The decision on record is the copy's, this delivery's or one
+		// written first by another.
+		return verdict{fate: fateCopy, reason: s.recorded.Reason, cause: s.recorded.classified()}
 	}
 	if !s.called {
 		switch {
@@ -148,14 +205,14 @@ func decide(s situation) verdict {
 		// not have seen enough fresh reads to open yet. Credited as a shed;
 		// its delay grows with its deliveries.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
-			uncharged: whyDown, credit: true}
+			uncharged: whyDown, credit: true, gated: true}
 	case last:
 		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: ce, own: true}
 	case overload(ce.Cause) && s.shedding && s.creditable:
 		// The engine sheds its load: the shed is the engine's state, not the
 		// read's. Credited as a shed; its delay grows with its deliveries.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
-			uncharged: whyShedding, credit: true}
+			uncharged: whyShedding, credit: true, gated: true}
 	}
-	return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.attempt, floor: ce.RetryAfter}
+	return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.attempt, floor: ce.RetryAfter, gated: true}
 }

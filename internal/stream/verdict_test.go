@@ -56,10 +56,13 @@ type what struct {
 	floor     time.Duration
 	uncharged string
 	credit    bool
+	gated     bool
+	copyErr   error
 }
 
 func whatOf(v verdict) what {
-	w := what{fate: v.fate, reason: v.reason, own: v.own, backoff: v.backoff, floor: v.floor, uncharged: v.uncharged, credit: v.credit}
+	w := what{fate: v.fate, reason: v.reason, own: v.own, backoff: v.backoff, floor: v.floor, uncharged: v.uncharged, credit: v.credit,
+		gated: v.gated, copyErr: v.copyErr}
 	if v.cause != nil {
 		w.cause = v.cause.Cause
 	}
@@ -91,26 +94,26 @@ func TestSettlementTable(t *testing.T) {
 	}{
 		{row: "success (2xx to the POST)", s: called(1, 1, nil), want: what{fate: fateAck}},
 		{row: "transient, attempts left", s: called(2, 3, failed),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 2}},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 2, gated: true}},
 		{name: "a shed with attempts left while the engine does not shed broadly", s: called(2, 3, shed),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second}},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second, gated: true}},
 		{row: "transient at the last attempt", s: called(6, 6, failed),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
 		{row: "transient at the last attempt, while the engine serves no one and fails other reads too",
 			s:    with(called(6, 8, failed), func(s *situation) { s.down = true }),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 8, uncharged: whyDown, credit: true}},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 8, uncharged: whyDown, credit: true, gated: true}},
 		{name: "the engine down at the last attempt, without a record",
 			s:    with(called(6, 8, failed), func(s *situation) { s.down, s.creditable = true, false }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
 		{row: "a shed (503, 429, timeout, connection, 502, 504) while the engine sheds its load, attempts left",
 			s:    with(called(2, 5, shed), func(s *situation) { s.shedding = true }),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 5, floor: 5 * time.Second, uncharged: whyShedding, credit: true}},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 5, floor: 5 * time.Second, uncharged: whyShedding, credit: true, gated: true}},
 		{name: "a shed while the engine sheds its load, without a record",
 			s:    with(called(2, 5, shed), func(s *situation) { s.shedding, s.creditable = true, false }),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second}},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second, gated: true}},
 		{name: "a read's own failure while the engine sheds its load is charged",
 			s:    with(called(2, 5, failed), func(s *situation) { s.shedding = true }),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 2}},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP500, own: true, backoff: 2, gated: true}},
 		{name: "a shed at the last attempt while the engine sheds its load is the read's last",
 			s:    with(called(6, 6, shed), func(s *situation) { s.shedding = true }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503, own: true}},
@@ -135,11 +138,28 @@ func TestSettlementTable(t *testing.T) {
 		{row: "the fate was decided by an earlier delivery, on any replica, but its copy is missing",
 			s:    situation{attempt: 2, deliveries: 2, maxAttempts: 6, decided: decided, invalid: errors.New("not looked at")},
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422}},
+		{row: "the decision to dead-letter written to the record (or one written first by another delivery of the read)",
+			s:    with(called(6, 6, failed), func(s *situation) { s.recorded = decided }),
+			want: what{fate: fateCopy, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422}},
+		{row: "the copy confirmed by JetStream",
+			s:    with(called(6, 6, failed), func(s *situation) { s.recorded, s.copied = decided, true }),
+			want: what{fate: fateTerm, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422}},
+		{row: "the copy not confirmed (a publish that failed, or the server refused it)",
+			s: with(called(6, 9, failed), func(s *situation) {
+				s.recorded, s.copied, s.copyErr, s.copyFloor = decided, true, dlq.ErrRejected, 4*time.Second
+			}),
+			want: what{fate: fateRetry, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422, backoff: 9, floor: 4 * time.Second, copyErr: dlq.ErrRejected}},
 		{row: "the stop's deadline cut the call, or the stop began while the read waited for the breaker or the limit",
 			s:    with(called(6, 6, nil), func(s *situation) { s.stopped = errStopping }),
 			want: what{fate: fateHandBack, cause: classify.CauseShutdown, own: true}},
 		{row: "not a JetStream delivery (no metadata to count attempts by)", s: situation{noMetadata: true},
 			want: what{fate: fateReject}},
+		{row: "the delivery's lease ran out (the connection down past its ack wait) before its fate was carried out",
+			s:    with(called(6, 6, failed), func(s *situation) { s.lost = true }),
+			want: what{fate: fateDrop}},
+		{name: "a lease lost while the decision is written, before the copy",
+			s:    with(called(6, 6, failed), func(s *situation) { s.recorded, s.lost = decided, true }),
+			want: what{fate: fateDrop}},
 	}
 
 	doc := settlementRows(t)
