@@ -1,3 +1,5 @@
+//go:build load
+
 package stream_test
 
 import (
@@ -20,7 +22,7 @@ import (
 // capacity: few calls shed, none dead-lettered. With the limit off the same
 // backlog is mostly shed.
 //
-// Not parallel: it compares shares shed measured on the wall clock, which a
+// Behind the load tag (README), not parallel: it compares shares shed measured on the wall clock, which a
 // client starved of CPU misreads (beside the suite's parallel tests under
 // the race detector, once 38% with the limit against 56% without).
 func TestTheAdaptiveLimitFindsTheEnginesCapacity(t *testing.T) {
