@@ -39,16 +39,16 @@ func main() {
 const intro = `usage: consumer-bench [flags]
 
 Starts an in-process NATS server and measures the consumer against bare
-baselines run in the same process, and the fleet against rate engines with
-a capacity, reporting ratios (see docs/PERFORMANCE.md). The process scenario
-runs the consumer binary and a bare consumer (this binary) as processes of
-their own against a nats-server process instead.
+baselines run in the same process, and the fleet against the engine
+matrix's rate engines, reporting ratios (see docs/PERFORMANCE.md). The
+process scenario runs the consumer binary and a bare consumer (this binary)
+as processes of their own against a nats-server process instead.
 
 Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "memory-n", "capacity-n", "replicas", "partial-n", "engines-n", "engines-policies", "engines-cells", "audit-n", "process-n", "process-rounds", "process-profile",
+var flagOrder = []string{"n", "scenario", "pulls", "replicas", "engines-n", "engines-policies", "engines-cells", "process-n", "process-rounds", "process-profile",
 	"consumer-binary", "nats-server-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
 
 // bareMode is the hidden first argument that runs the process scenario's
@@ -69,21 +69,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("consumer-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		n          = fs.Int("n", def.N, "reads per pass: overhead, scaling, in-process heap; http uses N/2")
+		n          = fs.Int("n", def.N, "reads per pass of the overhead scenario")
 		scenario   = fs.String("scenario", "all", "one scenario, a comma-separated list, or all: "+strings.Join(bench.Scenarios(), ", "))
 		pulls      = fs.String("pulls", joinInts(def.Pulls), "pull sizes of the overhead scenario, comma-separated")
-		memoryN    = fs.Int("memory-n", def.MemoryN, "backlog the consumer binary drains in the memory scenario")
-		capacityN  = fs.Int("capacity-n", def.CapacityN, "backlog each fleet drains in the capacity scenario")
-		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the capacity and cycle-open scenarios, comma-separated")
-		partialN   = fs.Int("partial-n", def.PartialN, "backlog each variant of the partial scenario drains")
+		replicas   = fs.String("replicas", joinInts(def.Replicas), "fleet sizes of the engine matrix's capacity cells, comma-separated")
 		enginesN   = fs.Int("engines-n", def.EnginesN, "backlog each backlog cell of the engines scenario drains (its capacity cells drain twice as many)")
 		policies   = fs.String("engines-policies", "production,short", "retry policies the engines scenario runs its matrix with, comma-separated: "+strings.Join(bench.EnginesPolicyNames(), ", "))
 		cells      = fs.String("engines-cells", "", "run only the engines scenario's cells whose name holds one of these, semicolon-separated (\"capacity, 16 replicas;down\"); default: all")
-		auditN     = fs.Int("audit-n", def.AuditN, "reads the consumer binary audits in the audit scenario")
 		processN   = fs.Int("process-n", def.ProcessN, "backlog each process of the process scenario drains")
 		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer and the product, each round")
 		profile    = fs.String("process-profile", "", "write a CPU profile of the product binary in each round of the process scenario to <prefix>-<round>.pprof (3s from its first ack; --pprof-addr)")
-		binary     = fs.String("consumer-binary", "", "the consumer binary the memory, audit and process scenarios run (default: go build ./cmd/consumer into a temporary directory)")
+		binary     = fs.String("consumer-binary", "", "the consumer binary the process scenario runs (default: go build ./cmd/consumer into a temporary directory)")
 		natsServer = fs.String("nats-server-binary", "", "the nats-server the process scenario runs (default: go build github.com/nats-io/nats-server/v2 into a temporary directory)")
 		smoke      = fs.Bool("smoke", false, "tiny sizes: checks the machinery, asserts nothing; sizes given as flags still apply")
 		jsonOut    = fs.Bool("json", false, "the report as JSON instead of a table")
@@ -120,15 +116,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if given["n"] {
 		cfg.N = *n
 	}
-	if given["memory-n"] {
-		cfg.MemoryN = *memoryN
-	}
-	if given["capacity-n"] {
-		cfg.CapacityN = *capacityN
-	}
-	if given["partial-n"] {
-		cfg.PartialN = *partialN
-	}
 	if given["engines-n"] {
 		cfg.EnginesN, cfg.EnginesCapacityN = *enginesN, 2**enginesN
 	}
@@ -149,9 +136,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				cfg.EnginesCells = append(cfg.EnginesCells, c)
 			}
 		}
-	}
-	if given["audit-n"] {
-		cfg.AuditN = *auditN
 	}
 	if given["process-n"] {
 		cfg.ProcessN = *processN
@@ -187,53 +171,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Progress = stderr // a smoke run (CI) prints only the table, or an error
 	}
 
-	var tmp string
-	tempDir := func() (string, error) {
-		if tmp != "" {
-			return tmp, nil
-		}
-		var err error
-		tmp, err = os.MkdirTemp("", "consumer-bench-bin-*")
-		return tmp, err
-	}
-	defer func() {
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-	}()
-	if cfg.Runs(bench.ScenarioMemory) || cfg.Runs(bench.ScenarioAudit) || cfg.Runs(bench.ScenarioProcess) {
-		cfg.Binary = *binary
-		if cfg.Binary == "" {
-			dir, err := tempDir()
-			if err != nil {
-				fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
-				return exitFailure
-			}
-			if cfg.Binary, err = bench.BuildConsumer(ctx, dir); err != nil {
-				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the memory, audit and process scenarios (or give --consumer-binary): %v\n", err)
-				return exitFailure
-			}
-		}
-	}
 	if cfg.Runs(bench.ScenarioProcess) {
+		tmp, err := os.MkdirTemp("", "consumer-bench-bin-*")
+		if err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
+			return exitFailure
+		}
+		defer os.RemoveAll(tmp)
+		cfg.Binary, cfg.NATSServer = *binary, *natsServer
+		if cfg.Binary == "" {
+			if cfg.Binary, err = bench.BuildConsumer(ctx, tmp); err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: the consumer binary for the process scenario (or give --consumer-binary): %v\n", err)
+				return exitFailure
+			}
+		}
+		if cfg.NATSServer == "" {
+			if cfg.NATSServer, err = bench.BuildNATSServer(ctx, tmp); err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: the nats-server of the process scenario (or give --nats-server-binary): %v\n", err)
+				return exitFailure
+			}
+		}
 		self, err := os.Executable()
 		if err != nil {
 			fmt.Fprintf(stderr, "consumer-bench: the bare consumer is this binary: %v\n", err)
 			return exitFailure
 		}
 		cfg.Bare = []string{self, bareMode}
-		cfg.NATSServer = *natsServer
-		if cfg.NATSServer == "" {
-			dir, err := tempDir()
-			if err != nil {
-				fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
-				return exitFailure
-			}
-			if cfg.NATSServer, err = bench.BuildNATSServer(ctx, dir); err != nil {
-				fmt.Fprintf(stderr, "consumer-bench: the nats-server of the process scenario (or give --nats-server-binary): %v\n", err)
-				return exitFailure
-			}
-		}
 	}
 
 	if *cpuprofile != "" {

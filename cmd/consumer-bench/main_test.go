@@ -17,9 +17,9 @@ func TestUsage(t *testing.T) {
 	}{
 		{"--help", []string{"--help"}, exitOK, []string{
 			"usage: consumer-bench [flags]", "--n int", "(default 200000)", "--scenario string", "(default all)",
-			"--pulls string", "(default 32,64,128,256)", "--memory-n int", "--capacity-n int", "(default 20000)",
-			"--replicas string", "(default 1,4,16)", "--partial-n int", "(default 10000)", "--consumer-binary string", "--smoke",
-			"--json", "--cpuprofile string", "capacity, cycle-open, retry-budget, partial, outage, engines, audit, process",
+			"--pulls string", "(default 32,64,128,256)",
+			"--replicas string", "(default 1,4,16)", "--consumer-binary string", "--smoke",
+			"--json", "--cpuprofile string", "overhead, storm, steady, engines, process",
 			"--engines-n int", "(default 3000)", "--engines-policies string", "(default production,short)",
 			"--process-n int", "(default 50000)", "--process-rounds int", "(default 3)", "--nats-server-binary string",
 		}, nil},
@@ -29,7 +29,8 @@ func TestUsage(t *testing.T) {
 		{"bad scenario", []string{"--scenario", "nope"}, exitBadUsage, nil, []string{`consumer-bench: unknown scenario "nope"`}},
 		{"bad pulls", []string{"--pulls", "32,x"}, exitBadUsage, nil, []string{`--pulls: "x" is not a number`}},
 		{"bad replicas", []string{"--replicas", "0"}, exitBadUsage, nil, []string{"replicas 0 must be in [1, 64]"}},
-		{"bad partial n", []string{"--scenario", "partial", "--partial-n", "0"}, exitBadUsage, nil, []string{"partial n (0) must be >= 1"}},
+		{"a removed scenario", []string{"--scenario", "capacity"}, exitBadUsage, nil, []string{`unknown scenario "capacity"`}},
+		{"a removed flag", []string{"--memory-n", "5"}, exitBadUsage, nil, []string{"flag provided but not defined: -memory-n"}},
 		{"bad engines n", []string{"--scenario", "engines", "--engines-n", "0"}, exitBadUsage, nil, []string{"engines n (0), capacity n (0) and rate (10) must be >= 1"}},
 		{"unknown engines policy", []string{"--engines-policies", "production,fast"}, exitBadUsage, nil, []string{`--engines-policies: unknown policy "fast" (want one of production, short)`}},
 		{"bad process rounds", []string{"--scenario", "process", "--process-rounds", "0"}, exitBadUsage, nil, []string{"process n (50000) and rounds (0) must be >= 1"}},

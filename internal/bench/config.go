@@ -8,54 +8,31 @@ import (
 	"time"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // Scenario names, in the order Run runs them.
 const (
 	ScenarioOverhead = "overhead"
-	ScenarioHTTP     = "http"
 	ScenarioStorm    = "storm"
 	ScenarioSteady   = "steady"
-	ScenarioMemory   = "memory"
-	ScenarioScaling  = "scaling"
-	// ScenarioCapacity and ScenarioCycleOpen put fleets of pipelines
-	// against a rate engine with a capacity.
-	ScenarioCapacity  = "capacity"
-	ScenarioCycleOpen = "cycle-open"
-	// ScenarioRetryBudget is one replica's held retries against the retry
-	// budget.
-	ScenarioRetryBudget = "retry-budget"
-	// ScenarioPartial is one replica against an engine of ample capacity
-	// whose latency spreads and which fails some reads, against a bare
-	// client.
-	ScenarioPartial = "partial"
-	// ScenarioAudit: consumer audit, the binary, over a settled backlog
-	// with planted findings (docs/AUDIT.md).
-	ScenarioAudit = "audit"
-	// ScenarioOutage: fleets draining a backlog from an engine down for a
-	// while, then back.
-	ScenarioOutage = "outage"
-	// ScenarioProcess: the product binary against a bare consumer, each a
-	// process of its own, on one nats-server process.
-	ScenarioProcess = "process"
 	// ScenarioEngines is the engine matrix: every engine shape of issue 39,
 	// each cell against its target, once per retry policy.
 	ScenarioEngines = "engines"
+	// ScenarioProcess: the product binary against a bare consumer, each a
+	// process of its own, on one nats-server process.
+	ScenarioProcess = "process"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
-	return []string{ScenarioOverhead, ScenarioHTTP, ScenarioStorm, ScenarioSteady, ScenarioMemory, ScenarioScaling,
-		ScenarioCapacity, ScenarioCycleOpen, ScenarioRetryBudget, ScenarioPartial, ScenarioOutage, ScenarioEngines, ScenarioAudit, ScenarioProcess}
+	return []string{ScenarioOverhead, ScenarioStorm, ScenarioSteady, ScenarioEngines, ScenarioProcess}
 }
 
 // Config says what to run and how big.
 type Config struct {
 	Scenarios []string // empty: all
 
-	// N is the reads of one pass in the overhead, http and scaling
-	// scenarios and of the in-process heap measure.
+	// N is the reads of one pass in the overhead scenario.
 	N int
 	// Pulls are the PullBatch sizes of the overhead scenario; the bare loop
 	// of each row pulls the same. The first is compared with the breaker on
@@ -64,41 +41,15 @@ type Config struct {
 	// StormN reads fail at once in the storm scenario.
 	StormN int
 	// SteadyFor is how long the steady scenario publishes; SteadyRate its
-	// reads per second (0: 70% of the http scenario's pipeline rate, at most
-	// 5000/s; 5000/s without it).
+	// reads per second.
 	SteadyFor  time.Duration
 	SteadyRate int
-	// MemoryN is the backlog the consumer binary drains in the memory
-	// scenario.
-	MemoryN int
-	// CapacityN is the backlog each fleet drains in the capacity and
-	// retry-budget scenarios;
-	// Replicas are the fleet sizes of the capacity and cycle-open
-	// scenarios.
-	CapacityN int
-	Replicas  []int
-	// FleetSlack is how long past the ideal drain (backlog / capacity) a
-	// fleet of the capacity scenario may take before it is stopped, and
-	// how long the retry-budget scenario's replica may take;
-	// CycleWindow is how long the cycle-open
-	// scenario measures each fleet from its start.
-	FleetSlack  time.Duration
-	CycleWindow time.Duration
-	// PartialN is the backlog each variant of the partial scenario drains;
-	// PartialFor how long one may take before it is stopped; PartialRetry
-	// the retry policy of its variants.
-	PartialN     int
-	PartialFor   time.Duration
-	PartialRetry retry.Policy
+	// Replicas are the fleet sizes of the engine matrix's capacity cells.
+	Replicas []int
 	// Seed seeds every random source the bench can seed: the rate
 	// engines' shedding and service times, and each replica's limiter and
 	// retry jitter.
 	Seed uint64
-
-	// OutageN is the backlog of the outage scenario, OutageFor how long its
-	// engine is down from its first call.
-	OutageN   int
-	OutageFor time.Duration
 
 	// EnginesN is the backlog of each backlog cell of the engine matrix
 	// (the switch cell drains two), EnginesCapacityN that of its capacity
@@ -129,9 +80,6 @@ type Config struct {
 	// cell may take before it is stopped.
 	EnginesSlack time.Duration
 
-	// AuditN is the reads the audit scenario audits.
-	AuditN int
-
 	// ProcessN is the backlog each process of the process scenario drains;
 	// ProcessRounds how many times the bare consumer and the product each
 	// drain it, alternately.
@@ -144,9 +92,8 @@ type Config struct {
 	ProcessProfile    string
 	ProcessProfileFor time.Duration
 
-	// Binary is the consumer binary the memory, audit and process
-	// scenarios run as a child ("" skips the child); BinaryEnv is added to
-	// its environment.
+	// Binary is the consumer binary the process scenario runs as a child
+	// ("" skips the scenario); BinaryEnv is added to its environment.
 	Binary    string
 	BinaryEnv []string
 	// NATSServer is the nats-server binary the process scenario runs (""
@@ -163,26 +110,16 @@ type Config struct {
 }
 
 // Defaults is the full run; how long it took is on the first line of the
-// table in docs/PERFORMANCE.md, and the audit rows give the audit's own time.
-// The partial scenario uses the production retry policy; the engine matrix
-// runs with it and with short delays (base 50ms, cap 400ms, 4 attempts).
+// table in docs/PERFORMANCE.md. The engine matrix runs with the production
+// retry policy and with short delays (base 50ms, cap 400ms, 4 attempts).
 func Defaults() Config {
 	return Config{
 		N:             200_000,
 		Pulls:         []int{32, 64, 128, 256},
 		StormN:        10_000,
 		SteadyFor:     10 * time.Second,
-		MemoryN:       1_000_000,
-		CapacityN:     20_000,
+		SteadyRate:    5000,
 		Replicas:      []int{1, 4, 16},
-		FleetSlack:    30 * time.Second,
-		CycleWindow:   5 * time.Second,
-		PartialN:      10_000,
-		PartialFor:    30 * time.Second,
-		PartialRetry:  config.Default().Retry.Policy(),
-		OutageN:       2_000,
-		OutageFor:     10 * time.Second,
-		AuditN:        1_000_000,
 		ProcessN:      50_000,
 		ProcessRounds: 3,
 		Seed:          20261130,
@@ -201,27 +138,17 @@ func Defaults() Config {
 }
 
 // Smoke is every scenario with tiny sizes: it checks the machinery, and its
-// figures mean little. The partial scenario's retry policy is shortened
-// (base 20ms, cap 100ms, the production attempts), so that its always-failing
-// reads exhaust in well under a second; the engine matrix runs once, with
-// that policy at 4 attempts, one replica where its rows have 1 and 4.
+// figures mean little. The engine matrix runs once, with a short policy
+// (base 20ms, cap 100ms, 4 attempts), so that its always-failing reads
+// exhaust in well under a second, one replica where its rows have 1 and 4.
 func Smoke() Config {
 	return Config{
 		N:             2_000,
 		Pulls:         []int{32, 64, 128, 256},
 		StormN:        500,
 		SteadyFor:     2 * time.Second,
-		MemoryN:       20_000,
-		CapacityN:     400,
+		SteadyRate:    1000,
 		Replicas:      []int{1, 4},
-		FleetSlack:    5 * time.Second,
-		CycleWindow:   time.Second,
-		PartialN:      200,
-		PartialFor:    2 * time.Second,
-		PartialRetry:  smokeRetry(),
-		OutageN:       200,
-		OutageFor:     2 * time.Second,
-		AuditN:        5_000,
 		ProcessN:      300,
 		ProcessRounds: 2,
 		Seed:          20261130,
@@ -240,19 +167,12 @@ func Smoke() Config {
 }
 
 // smokeEnginesPolicy is the smoke run's only policy for the engine matrix:
-// smokeRetry with 4 attempts, its trickles 2s.
+// the production policy with a base of 20ms, a cap of 100ms and 4 attempts,
+// its trickles 2s.
 func smokeEnginesPolicy() EnginesPolicy {
-	p := smokeRetry()
-	p.MaxAttempts = 4
-	return EnginesPolicy{Name: "smoke", Policy: p, Trickle: 2 * time.Second}
-}
-
-// smokeRetry is the production retry policy with a base of 20ms and a cap of
-// 100ms.
-func smokeRetry() retry.Policy {
 	p := config.Default().Retry.Policy()
-	p.Base, p.Cap = 20*time.Millisecond, 100*time.Millisecond
-	return p
+	p.Base, p.Cap, p.MaxAttempts = 20*time.Millisecond, 100*time.Millisecond, 4
+	return EnginesPolicy{Name: "smoke", Policy: p, Trickle: 2 * time.Second}
 }
 
 // Validate reports an unknown scenario or a size out of range.
@@ -263,26 +183,12 @@ func (c Config) Validate() error {
 		}
 	}
 	switch {
-	case c.N < 1 || c.StormN < 1 || c.MemoryN < 1 || c.CapacityN < 1:
-		return fmt.Errorf("bench: n (%d), storm n (%d), memory n (%d) and capacity n (%d) must be >= 1",
-			c.N, c.StormN, c.MemoryN, c.CapacityN)
-	case c.FleetSlack <= 0 || c.CycleWindow <= 0:
-		return fmt.Errorf("bench: fleet slack (%s) and cycle window (%s) must be > 0", c.FleetSlack, c.CycleWindow)
-	case c.SteadyFor <= 0 || c.SteadyRate < 0:
-		return fmt.Errorf("bench: steady duration (%s) must be > 0 and its rate (%d) >= 0", c.SteadyFor, c.SteadyRate)
+	case c.N < 1 || c.StormN < 1:
+		return fmt.Errorf("bench: n (%d) and storm n (%d) must be >= 1", c.N, c.StormN)
+	case c.SteadyFor <= 0 || c.SteadyRate < 1:
+		return fmt.Errorf("bench: steady duration (%s) must be > 0 and its rate (%d) >= 1", c.SteadyFor, c.SteadyRate)
 	case len(c.Pulls) == 0:
 		return errors.New("bench: at least one pull size")
-	}
-	if c.Runs(ScenarioPartial) {
-		if c.PartialN < 1 || c.PartialFor <= 0 {
-			return fmt.Errorf("bench: partial n (%d) must be >= 1 and its deadline (%s) > 0", c.PartialN, c.PartialFor)
-		}
-		if err := c.PartialRetry.Validate(); err != nil {
-			return fmt.Errorf("bench: partial retry policy: %w", err)
-		}
-	}
-	if c.Runs(ScenarioOutage) && (c.OutageN < 1 || c.OutageFor <= 0) {
-		return fmt.Errorf("bench: outage n (%d) must be >= 1 and its outage (%s) > 0", c.OutageN, c.OutageFor)
 	}
 	if c.Runs(ScenarioEngines) {
 		if err := c.validateEngines(); err != nil {
@@ -291,9 +197,6 @@ func (c Config) Validate() error {
 	}
 	if c.Runs(ScenarioProcess) && (c.ProcessN < 1 || c.ProcessRounds < 1) {
 		return fmt.Errorf("bench: process n (%d) and rounds (%d) must be >= 1", c.ProcessN, c.ProcessRounds)
-	}
-	if c.Runs(ScenarioAudit) && c.AuditN < 2 {
-		return fmt.Errorf("bench: audit n (%d) must be >= 2", c.AuditN)
 	}
 	for _, p := range c.Pulls {
 		if p < 1 {
@@ -305,7 +208,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: replicas %d must be in [1, %d]", r, maxReplicas)
 		}
 	}
-	if len(c.Replicas) == 0 && (c.Runs(ScenarioCapacity) || c.Runs(ScenarioCycleOpen) || c.Runs(ScenarioEngines)) {
+	if len(c.Replicas) == 0 && c.Runs(ScenarioEngines) {
 		return errors.New("bench: at least one fleet size (replicas)")
 	}
 	return nil

@@ -56,7 +56,7 @@ func EnginesPolicyNamed(name string) (EnginesPolicy, error) {
 
 // Engines is the engine matrix of issue 39: every engine shape the product
 // should hold against, each cell drained by the product (the production
-// pipeline, as the fleet scenarios build it) and judged against its target,
+// pipeline, as startFleet builds it) and judged against its target,
 // the whole matrix once per retry policy.
 type Engines struct {
 	N            int           `json:"n"`
@@ -100,11 +100,8 @@ type EngineCell struct {
 	// Product is the fleet's run: drained, calls, shed, dead-lettered by
 	// reason, breaker openings, retries, diagnostics, the limit's median.
 	Product FleetRun `json:"product"`
-	// Pauses are the product's pauses on a Retry-After: its "calls
-	// paused" warnings, or its engine_pauses_total where it has that
-	// metric, whichever is more; LimitBound is the fleet's most calls in
-	// flight (replicas x consumer.concurrency).
-	Pauses     int `json:"pauses"`
+	// LimitBound is the fleet's most calls in flight (replicas x
+	// consumer.concurrency).
 	LimitBound int `json:"limit_bound"`
 
 	// Goodput is the product's healthy reads billed/s (the others' for
@@ -308,20 +305,24 @@ func count(kinds []readKind, k readKind) int {
 }
 
 // capacity drains a backlog with a fleet of r replicas against the
-// capacity engine (drainFleet, as the capacity scenario does).
+// capacity engine.
 func (m *matrix) capacity(r int) (EngineCell, error) {
 	seed := m.next()
 	spec := capacityEngine
 	n := m.cfg.EnginesCapacityN
+	srv, err := newEngine(m.ctx, spec, seed, uint64(r))
+	if err != nil {
+		return EngineCell{}, err
+	}
+	defer srv.Close()
 	ideal := time.Duration(float64(n) / spec.Capacity * float64(time.Second))
-	c := &Capacity{Engine: spec, N: n, Ideal: ideal, Longest: ideal + longestChain(m.p.Policy) + m.cfg.EnginesSlack}
-	logs := pauseCounter()
-	run, err := drainFleet(m.ctx, m.e, m.cfg, c, fleetSpec{replicas: r, adaptive: true, seed: seed, policy: m.p.Policy, log: logs})
+	run, err := drainBacklog(m.ctx, m.e, srv, n, ideal+longestChain(m.p.Policy)+m.cfg.EnginesSlack, m.durable("capacity", r),
+		fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
 	if err != nil {
 		return EngineCell{}, err
 	}
 	return EngineCell{Kind: cellCapacity, Engine: fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", spec.Servers, spec.ServiceTime, spec.Queue),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: max(logs.pauses(), run.Pauses), LimitBound: m.bound(r), Capacity: spec.Capacity}, nil
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), Capacity: spec.Capacity}, nil
 }
 
 // healthy drains a backlog of healthy reads from an engine of shape with
@@ -340,13 +341,12 @@ func (m *matrix) healthy(shape LatencyShape) (EngineCell, error) {
 		return cell, err
 	}
 	defer srv.Close()
-	logs := pauseCounter()
 	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, m.longest(n, 0), fleetSpec{replicas: 1},
-		traffic{backlog: n}, m.durable("healthy", 1), logs)
+		traffic{backlog: n}, m.durable("healthy", 1))
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = mr.fleet, max(logs.pauses(), mr.fleet.Pauses)
+	cell.Product = mr.fleet
 	cell.Goodput, cell.GoodputDone, cell.BareGoodput, cell.BareDone = run.Goodput, run.HealthyDone, bare.Goodput, bare.HealthyDone
 	return cell, nil
 }
@@ -397,11 +397,11 @@ func (m *matrix) mix(atOnce bool, r int, trickled bool) (EngineCell, error) {
 		return cell, err
 	}
 	defer srv.Close()
-	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, longest, fleetSpec{replicas: r}, tr, m.durable("mix", r), nil)
+	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, longest, fleetSpec{replicas: r}, tr, m.durable("mix", r))
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = mr.fleet, max(mr.logs.pauses(), mr.fleet.Pauses)
+	cell.Product = mr.fleet
 	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
 	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
 	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, mr.dead)
@@ -472,13 +472,12 @@ func (m *matrix) switched() (EngineCell, error) {
 		at = time.Now()
 		return publishBacklog(ctx, js, n, n2)
 	}, done: func(simengine.Stats) bool { return second.Load() >= int64(n2) }}
-	logs := pauseCounter()
 	run, err := drainTraffic(m.ctx, m.e, srv, tr, m.longest(n+n2, m.cfg.EnginesSwitchAfter), m.durable("switch", 1),
-		fleetSpec{replicas: 1, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+		fleetSpec{replicas: 1, seed: seed + 1<<20, policy: m.p.Policy})
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = run, max(logs.pauses(), run.Pauses)
+	cell.Product = run
 	if !at.IsZero() {
 		cell.SwitchAfter = at.Sub(run.started)
 		_, cell.Goodput = billedFrom(srv.Ledger(), at, at.Add(time.Second))
@@ -526,11 +525,11 @@ func (m *matrix) account(trickled bool) (EngineCell, error) {
 		return cell, err
 	}
 	defer srv.Close()
-	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, policy, longest, fleetSpec{replicas: 1}, tr, m.durable("account", 1), nil)
+	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, policy, longest, fleetSpec{replicas: 1}, tr, m.durable("account", 1))
 	if err != nil {
 		return cell, err
 	}
-	cell.Product, cell.Pauses = mr.fleet, max(mr.logs.pauses(), mr.fleet.Pauses)
+	cell.Product = mr.fleet
 	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
 	cell.Recall = recallGaps(mr.ledger, kinds, throttled)
 	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
@@ -555,14 +554,13 @@ func (m *matrix) random(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	defer srv.Close()
-	logs := pauseCounter()
 	run, err := drainBacklog(m.ctx, m.e, srv, n, m.longest(n, 0), m.durable("random", r),
-		fleetSpec{replicas: r, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+		fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
 	if err != nil {
 		return EngineCell{}, err
 	}
 	cell := EngineCell{Kind: cellRandom, Engine: fmt.Sprintf("%.0f%% of all calls 503 at random, at once, whatever the load; the rest %s", 100*randomFailShare, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: max(logs.pauses(), run.Pauses), LimitBound: m.bound(r)}
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r)}
 	cell.Exhausted = run.DeadLetters["exhausted"]
 	cell.Expected, cell.BandLow, cell.BandHigh = binomialBand(n, math.Pow(randomFailShare, float64(m.p.Policy.MaxAttempts)), matrixSigmas)
 	return cell, nil
@@ -590,9 +588,8 @@ func (m *matrix) join() (EngineCell, error) {
 	// runs out.
 	n := int(2*spec.Capacity*m.cfg.EnginesJoinFor.Seconds()) + 100
 	cell.Reads, cell.Traffic = n, fmt.Sprintf("backlog %d, for %s", n, m.cfg.EnginesJoinFor)
-	logs := pauseCounter()
 	run, err := drainBacklog(m.ctx, m.e, srv, n, m.cfg.EnginesJoinFor, m.durable("join", 1),
-		fleetSpec{replicas: 1, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+		fleetSpec{replicas: 1, seed: seed + 1<<20, policy: m.p.Policy})
 	stopCrowd()
 	if err != nil {
 		return cell, err
@@ -626,7 +623,7 @@ func (m *matrix) join() (EngineCell, error) {
 	if run.Calls > 0 {
 		run.ShedShare = float64(run.Shed) / float64(run.Calls)
 	}
-	cell.Product, cell.Pauses = run, max(logs.pauses(), run.Pauses)
+	cell.Product = run
 	if s := run.Elapsed.Seconds(); s > 0 {
 		cell.ReplicaPerSec, cell.CrowdPerSec = float64(replica)/s, float64(crowd)/s
 	}
@@ -698,14 +695,13 @@ func (m *matrix) down(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	defer srv.Close()
-	logs := pauseCounter()
 	run, err := drainBacklog(m.ctx, m.e, srv, n, m.longest(n, m.cfg.EnginesDown+matrixRecovery), m.durable("down", r),
-		fleetSpec{replicas: r, adaptive: true, seed: seed + 1<<20, policy: m.p.Policy, log: logs})
+		fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
 	if err != nil {
 		return EngineCell{}, err
 	}
 	cell := EngineCell{Kind: cellDown, Engine: fmt.Sprintf("down for %s (503 at once to every call), then %s", m.cfg.EnginesDown, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, Pauses: max(logs.pauses(), run.Pauses), LimitBound: m.bound(r), DownCalls: calls.Load()}
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), DownCalls: calls.Load()}
 	last, billed := lastBilled(srv.Ledger())
 	cell.AllBilled = billed >= n
 	if h := healed.Load(); h != 0 && cell.AllBilled {
@@ -719,7 +715,7 @@ func (c EngineCell) summary() string {
 	p := c.Product
 	s := fmt.Sprintf("%s, %d replicas, %s: drained %t in %s, billed %d of %d calls, dead-lettered %v, breaker opened %d, pauses %d, limit median %d of %d",
 		c.Engine, c.Replicas, c.Traffic, p.Drained, p.Elapsed.Round(time.Millisecond), p.Billed, p.Calls, p.DeadLetters, p.BreakerOpened,
-		c.Pauses, p.LimitMedian, c.LimitBound)
+		p.Pauses, p.LimitMedian, c.LimitBound)
 	if c.BareGoodput > 0 || c.Goodput > 0 {
 		s += fmt.Sprintf(", goodput %.0f/s (bare %.0f/s)", c.Goodput, c.BareGoodput)
 	}

@@ -155,6 +155,7 @@ func TestBilledFrom(t *testing.T) {
 func TestEngineCellTargets(t *testing.T) {
 	p := shortPolicy()
 	drained := FleetRun{Drained: true, Elapsed: 3 * time.Second, LimitMedian: 32}
+	paused := func(n int) FleetRun { r := drained; r.Pauses = n; return r }
 	good := Gaps{Count: 90, Min: 1001 * time.Millisecond, P50: 1010 * time.Millisecond, Max: 1200 * time.Millisecond}
 	late := Lateness{Count: 100, Percentiles: Percentiles{P99: 60 * time.Millisecond}}
 	tests := []struct {
@@ -175,8 +176,8 @@ func TestEngineCellTargets(t *testing.T) {
 		{"the mix, backlog: all met", EngineCell{Kind: cellMix, Product: drained, Goodput: 950, GoodputDone: true, BareGoodput: 1000, BareDone: true,
 			AlwaysBad: 150, AlwaysCallsMin: 4, AlwaysCallsMax: 4, AlwaysExhausted: 150, Recall: good, Lateness: late},
 			[]string{"yes", "yes", "yes", "yes", "yes", ""}},
-		{"the mix, backlog: issue 39's figures", EngineCell{Kind: cellMix, Product: drained, Goodput: 30, GoodputDone: true, BareGoodput: 1000, BareDone: true,
-			AlwaysBad: 150, AlwaysCallsMin: 4, AlwaysCallsMax: 9, AlwaysExhausted: 25, Pauses: 8,
+		{"the mix, backlog: issue 39's figures", EngineCell{Kind: cellMix, Product: paused(8), Goodput: 30, GoodputDone: true, BareGoodput: 1000, BareDone: true,
+			AlwaysBad: 150, AlwaysCallsMin: 4, AlwaysCallsMax: 9, AlwaysExhausted: 25,
 			Recall:   Gaps{Count: 90, Min: time.Second, P50: 5 * time.Second, Max: 13 * time.Second},
 			Lateness: Lateness{Count: 100, Percentiles: Percentiles{P99: 13 * time.Second}}},
 			[]string{"no", "no", "no", "no", "no", ""}},
@@ -192,7 +193,7 @@ func TestEngineCellTargets(t *testing.T) {
 		{"account: waited its 5s, no pause", EngineCell{Kind: cellAccount, Product: drained, Goodput: 950, GoodputDone: true,
 			BareGoodput: 1000, BareDone: true, WaitFloor: 5 * time.Second, Recall: Gaps{Count: 150, Min: 5 * time.Second, Max: 5100 * time.Millisecond}},
 			[]string{"yes", "yes", "yes", ""}},
-		{"account, trickle: called again too soon, paused", EngineCell{Kind: cellAccount, Trickle: true, Product: drained, Pauses: 1,
+		{"account, trickle: called again too soon, paused", EngineCell{Kind: cellAccount, Trickle: true, Product: paused(1),
 			WaitFloor: 5 * time.Second, Recall: Gaps{Count: 10, Min: time.Second, Max: 5100 * time.Millisecond}},
 			[]string{"no", "no", ""}},
 		{"random: at its bound, inside the band", EngineCell{Kind: cellRandom, Product: drained, LimitBound: 32,

@@ -70,8 +70,8 @@ func (c EngineCell) rows(p EnginesPolicy) []Row {
 			Target: fmt.Sprintf(">= %s (60s clamped by max_server_wait)", secs(c.WaitFloor)), Met: met(c.Recall.within(c.WaitFloor, 0))})
 		add(c.pausesRow())
 	case cellRandom:
-		add(Row{Measure: "pauses; breaker opened", Ours: fmt.Sprintf("%d; %d", c.Pauses, pr.BreakerOpened), Target: "0; 0",
-			Met: met(c.Pauses == 0 && pr.BreakerOpened == 0)})
+		add(Row{Measure: "pauses; breaker opened", Ours: fmt.Sprintf("%d; %d", pr.Pauses, pr.BreakerOpened), Target: "0; 0",
+			Met: met(pr.Pauses == 0 && pr.BreakerOpened == 0)})
 		limitShare := 0.0
 		if c.LimitBound > 0 {
 			limitShare = float64(pr.LimitMedian) / float64(c.LimitBound)
@@ -99,7 +99,7 @@ func (c EngineCell) rows(p EnginesPolicy) []Row {
 			Target: "<= " + secs(matrixRecovery), Met: met(c.AllBilled && c.Recovery <= matrixRecovery)})
 	}
 	add(Row{Measure: "breaker opened; pauses; limit median / bound; retries spent / denied; shed; dead-lettered; diagnostics",
-		Ours: fmt.Sprintf("%d; %d; %d / %d; %d / %d; %s; %s; %s", pr.BreakerOpened, c.Pauses, pr.LimitMedian, c.LimitBound,
+		Ours: fmt.Sprintf("%d; %d; %d / %d; %d / %d; %s; %s; %s", pr.BreakerOpened, pr.Pauses, pr.LimitMedian, c.LimitBound,
 			pr.RetriesSpent, pr.RetriesDenied, share(pr.Shed, pr.Calls), byReason(pr), diagnostics(pr.Diagnostics))})
 	return rows
 }
@@ -112,7 +112,7 @@ func (c EngineCell) goodputRow(measure, bare string) Row {
 }
 
 func (c EngineCell) pausesRow() Row {
-	return Row{Measure: `pauses ("calls paused" warnings)`, Ours: fmt.Sprint(c.Pauses), Target: "0", Met: met(c.Pauses == 0)}
+	return Row{Measure: "pauses (engine_pauses_total)", Ours: fmt.Sprint(c.Product.Pauses), Target: "0", Met: met(c.Product.Pauses == 0)}
 }
 
 func (c EngineCell) deadLetteredRow() Row {
@@ -161,4 +161,8 @@ func diagnostics(d map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, d[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+func lateness(l Lateness) string {
+	return fmt.Sprintf("%s / %s / %s (%d; %d)", ms(l.P50), ms(l.P90), ms(l.P99), l.Count, l.Missing)
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,7 +15,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
 )
@@ -27,11 +25,11 @@ const maxReplicas = 64
 
 // productionOptions are pipelineOptions with what the binary adds with its
 // defaults: the breaker, the records bucket of topo's durable, the
-// dead-letter duplicate window, and, when adaptive, the adaptive limit and
-// the retry budget (returned too). Its metrics go on reg, its random sources
-// are seeded from seed.
+// dead-letter duplicate window, the adaptive limit and the retry budget
+// (the limit returned too). Its metrics go on reg, its random sources are
+// seeded from seed.
 func productionOptions(ctx context.Context, js jetstream.JetStream, topo topology.Topology, sink boundedSink,
-	reg *prometheus.Registry, adaptive bool, seed uint64) (stream.Options, *limit.Limiter, error) {
+	reg *prometheus.Registry, seed uint64) (stream.Options, *limit.Limiter, error) {
 	o := pipelineOptions(js, topo, sink, 0)
 	o.Metrics = stream.NewMetrics(reg)
 	o.Rand = retry.NewRand(seed)
@@ -42,9 +40,6 @@ func productionOptions(ctx context.Context, js jetstream.JetStream, topo topolog
 		return o, nil, fmt.Errorf("records bucket: %w", err)
 	}
 	o.Records = stream.KVRecords{KV: kv}
-	if !adaptive {
-		return o, nil, nil
-	}
 	lim, b, err := service.Controls(config.Default())
 	o.Limiter, o.Budget = lim, b
 	return o, lim, err
@@ -52,20 +47,11 @@ func productionOptions(ctx context.Context, js jetstream.JetStream, topo topolog
 
 // fleetSpec is a fleet of replicas on one durable, each an independent
 // pipeline with the production options: its own connection, HTTP sink,
-// breaker, records and, when adaptive, its own limit and retry budget.
-// Without adaptive it is the pipeline as it was before them: Concurrency
-// 32 calls at once whatever the engine can take, no limit, no budget.
+// breaker, records, limit and retry budget.
 type fleetSpec struct {
 	replicas int
-	adaptive bool
 	url      string
 	seed     uint64
-	// together builds every replica first and starts them all at one
-	// instant; otherwise each starts as soon as it is built.
-	together bool
-	// noBudget leaves the retry budget off, the adaptive limit as adaptive
-	// says.
-	noBudget bool
 	// policy, when set, replaces the retry policy of the production
 	// options; log, when set, receives each replica's log records (at the
 	// levels it enables) instead of the JSON logger writing nowhere.
@@ -76,7 +62,7 @@ type fleetSpec struct {
 // fleet is a running fleet.
 type fleet struct {
 	*running
-	started  time.Time // when the first replica was started, or all of them at once
+	started  time.Time // when the first replica was started
 	limiters []*limit.Limiter
 	regs     []*prometheus.Registry
 }
@@ -86,10 +72,6 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 	// Apart, the fleet's time starts before the first replica connects:
 	// its set-up counts against it.
 	f := &fleet{started: time.Now()}
-	var release chan struct{}
-	if spec.together {
-		release = make(chan struct{})
-	}
 	topo := e.topo
 	topo.Durable = durable
 	var rs []*running
@@ -99,16 +81,13 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 			reg := prometheus.NewRegistry()
 			var lim *limit.Limiter
 			var one *running
-			one, err = startOne(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i), release, func(js jetstream.JetStream) (stream.Options, error) {
+			one, err = startOne(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i), func(js jetstream.JetStream) (stream.Options, error) {
 				sink, err := httpSink(spec.url)
 				if err != nil {
 					return stream.Options{}, err
 				}
 				var o stream.Options
-				o, lim, err = productionOptions(ctx, js, topo, sink, reg, spec.adaptive, spec.seed+uint64(i))
-				if spec.noBudget {
-					o.Budget = nil
-				}
+				o, lim, err = productionOptions(ctx, js, topo, sink, reg, spec.seed+uint64(i))
 				if spec.policy != (retry.Policy{}) {
 					o.Policy = spec.policy
 				}
@@ -122,22 +101,13 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 			}
 			rs = append(rs, one)
 			f.regs = append(f.regs, reg)
-			if lim != nil {
-				f.limiters = append(f.limiters, lim)
-			}
+			f.limiters = append(f.limiters, lim)
 		}
 	})
 	if err != nil {
-		if release != nil {
-			close(release)
-		}
 		return nil, joinStop(err, stopAll(rs))
 	}
 	f.running = stopAll(rs)
-	if release != nil {
-		f.started = time.Now()
-		close(release)
-	}
 	return f, nil
 }
 
@@ -152,11 +122,8 @@ func joinStop(err error, r *running) error {
 }
 
 // limitSum is the fleet's calls allowed in flight now: the sum of its
-// limits, or 32 a replica without them.
-func (f *fleet) limitSum(replicas int) int {
-	if len(f.limiters) == 0 {
-		return replicas * config.Default().Consumer.Concurrency
-	}
+// limits.
+func (f *fleet) limitSum() int {
 	sum := 0
 	for _, l := range f.limiters {
 		sum += l.Limit()
@@ -195,21 +162,14 @@ func (f *fleet) counter(name string, want map[string]string) float64 {
 	return sum
 }
 
-// sampler samples the fleet's summed limit, the engine's calls in the
-// system and busy servers, and the durable's reads pending acks every 100ms
-// until stop.
+// sampler samples the fleet's summed limit every 100ms until stop.
 type sampler struct {
-	quit chan struct{}
-	done chan struct{}
-
-	mu             sync.Mutex
-	limits         []int
-	inSystem       []int
-	busy           []int
-	peakAckPending int
+	quit   chan struct{}
+	done   chan struct{}
+	limits []int
 }
 
-func sample(f *fleet, replicas int, eng *simengine.Engine, cons jetstream.Consumer) *sampler {
+func sample(f *fleet) *sampler {
 	s := &sampler{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -220,30 +180,18 @@ func sample(f *fleet, replicas int, eng *simengine.Engine, cons jetstream.Consum
 			case <-s.quit:
 				return
 			case <-t.C:
+				s.limits = append(s.limits, f.limitSum())
 			}
-			st := eng.Stats()
-			ackPending := 0
-			if info, err := infoWithin(context.Background(), cons, infoTimeout); err == nil {
-				ackPending = info.NumAckPending
-			}
-			s.mu.Lock()
-			s.peakAckPending = max(s.peakAckPending, ackPending)
-			s.limits = append(s.limits, f.limitSum(replicas))
-			s.inSystem = append(s.inSystem, st.InSystem)
-			s.busy = append(s.busy, st.Busy)
-			s.mu.Unlock()
 		}
 	}()
 	return s
 }
 
-// stop ends the sampling and returns the samples: the summed limits, the
-// engine's calls in the system and busy servers, and the most reads the
-// durable had pending acks.
-func (s *sampler) stop() (limits, inSystem, busy []int, peakAckPending int) {
+// stop ends the sampling and returns the summed limits sampled.
+func (s *sampler) stop() []int {
 	close(s.quit)
 	<-s.done
-	return s.limits, s.inSystem, s.busy, s.peakAckPending
+	return s.limits
 }
 
 func median(v []int) int {
@@ -253,17 +201,6 @@ func median(v []int) int {
 	v = slices.Clone(v)
 	slices.Sort(v)
 	return v[len(v)/2]
-}
-
-func mean(v []int) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	sum := 0
-	for _, x := range v {
-		sum += x
-	}
-	return float64(sum) / float64(len(v))
 }
 
 // seeded is a math/rand source seeded from seed and salt, for an engine.

@@ -48,17 +48,6 @@ func best(runs []run) Rate {
 	return out
 }
 
-// bestIndex is the index of the fastest of runs.
-func bestIndex(runs []run) int {
-	top := 0
-	for i, r := range runs {
-		if r.rate() > runs[top].rate() {
-			top = i
-		}
-	}
-	return top
-}
-
 // timeRun measures f after a collection, so garbage from an earlier run is
 // not charged to this one.
 func timeRun(n int, f func() error) (run, error) {

@@ -68,7 +68,7 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 				return nil, err
 			}
 			decodeRuns = append(decodeRuns, r)
-			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, func(js jetstream.JetStream) (stream.Options, error) {
 				o := pipelineOptions(js, e.topo, noop, row.Pull)
 				if row.Breaker {
 					o.Breaker = service.BreakerOptions(config.Default().Breaker) // the binary's defaults

@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
@@ -70,7 +68,6 @@ func TestPartialOutcome(t *testing.T) {
 	served := func(arrive, latency int, out simengine.Outcome) simengine.Call {
 		return simengine.Call{At: at(arrive), Latency: time.Duration(latency) * time.Millisecond, Outcome: out}
 	}
-	policy := retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3, MaxServerWait: time.Minute}
 	kinds := []readKind{healthy, failOnce, alwaysBad, healthy}
 	ledger := map[string][]simengine.Call{
 		Key(0): {served(0, 10, simengine.Billed)},
@@ -84,7 +81,7 @@ func TestPartialOutcome(t *testing.T) {
 	naks.delays[2] = []asked{{at: at(16), delay: 50 * time.Millisecond}}
 	naks.delays[3] = []asked{{at: at(11), delay: 40 * time.Millisecond}, {at: at(71), delay: 200 * time.Millisecond}}
 	var run PartialRun
-	partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks, policy: policy,
+	partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks,
 		deadLettered: func(i int) bool { return i == 2 }}.measure(&run)
 
 	assert.Equal(t, 2, run.Healthy)
@@ -93,15 +90,11 @@ func TestPartialOutcome(t *testing.T) {
 	assert.Equal(t, 120*time.Millisecond, run.HealthyElapsed, "the last healthy read answered at 100+20")
 	assert.InDelta(t, 2/0.12, run.Goodput, 1e-9)
 	assert.Equal(t, 1, run.AlwaysBad)
-	assert.Equal(t, []int{3, 3, 1}, []int{run.AlwaysCallsMin, run.AlwaysCallsMax, run.AlwaysDeadLettered})
-	assert.Zero(t, run.BillableDeadLettered)
+	assert.Equal(t, []int{3, 3}, []int{run.AlwaysCallsMin, run.AlwaysCallsMax})
+	assert.Zero(t, run.BillableDeadLettered, "the always-503 read dead-lettered is not billable")
 	// Late: read 1 80-15-50 = 15ms; read 2 60-10-40 = 10ms, 300-70-200 = 30ms.
 	assert.Equal(t, Lateness{Count: 3, Percentiles: Percentiles{P50: 15 * time.Millisecond, P90: 30 * time.Millisecond,
 		P99: 30 * time.Millisecond, Max: 30 * time.Millisecond}}, run.Lateness)
-	// Past the ceiling: read 1 65-100 = -35ms (attempt 1: 100ms); read 2
-	// 50-100 = -50ms, 230-200 = +30ms (attempt 2: 200ms).
-	assert.Equal(t, 3, run.GapPastCeiling.Count)
-	assert.Equal(t, []time.Duration{-35 * time.Millisecond, 30 * time.Millisecond}, []time.Duration{run.GapPastCeiling.P50, run.GapPastCeiling.Max})
 }
 
 func TestPartialOutcomeNotDrained(t *testing.T) {
@@ -109,7 +102,7 @@ func TestPartialOutcomeNotDrained(t *testing.T) {
 	ledger := map[string][]simengine.Call{Key(0): {{At: time.Unix(1, 0), Outcome: simengine.Billed}}}
 	var run PartialRun
 	partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
-		policy: config.Default().Retry.Policy(), deadLettered: func(int) bool { return false }}.measure(&run)
+		deadLettered: func(int) bool { return false }}.measure(&run)
 	assert.False(t, run.HealthyDone)
 	assert.Equal(t, 4*time.Second, run.HealthyElapsed, "the deadline, when some healthy read was not billed")
 	assert.InDelta(t, 0.25, run.Goodput, 1e-9)

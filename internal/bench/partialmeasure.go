@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/meterline/meter-consumer/internal/dlq"
-	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
@@ -32,12 +31,11 @@ type partialOutcome struct {
 	elapsed      time.Duration
 	naks         *nakCapture
 	deadLettered func(i int) bool
-	policy       retry.Policy
 }
 
 // measure fills the figures of run that come from the ledger.
 func (o partialOutcome) measure(run *PartialRun) {
-	var late, excess []time.Duration
+	var late []time.Duration
 	var lastHealthy time.Time
 	run.AlwaysCallsMin = math.MaxInt
 	for i, kind := range o.kinds {
@@ -57,23 +55,16 @@ func (o partialOutcome) measure(run *PartialRun) {
 			run.AlwaysBad++
 			run.AlwaysCallsMin, run.AlwaysCallsMax = min(run.AlwaysCallsMin, len(calls)), max(run.AlwaysCallsMax, len(calls))
 		}
-		if o.deadLettered(i) {
-			if kind == alwaysBad {
-				run.AlwaysDeadLettered++
-			} else {
-				run.BillableDeadLettered++
-			}
+		if kind != alwaysBad && o.deadLettered(i) {
+			run.BillableDeadLettered++
 		}
 		late, run.Lateness.Missing = o.lateness(late, run.Lateness.Missing, calls, uint64(i+1))
-		excess = o.gapsPastCeiling(excess, calls, kind)
 	}
 	if run.AlwaysBad == 0 {
 		run.AlwaysCallsMin = 0
 	}
 	run.Lateness.Count = len(late)
 	run.Lateness.Percentiles = percentilesOf(late)
-	run.GapPastCeiling.Count = len(excess)
-	run.GapPastCeiling.Percentiles = percentilesOf(excess)
 	run.HealthyElapsed = o.elapsed
 	if run.HealthyBilled == run.Healthy && run.Healthy > 0 {
 		run.HealthyDone = true
@@ -102,29 +93,6 @@ func (o partialOutcome) lateness(late []time.Duration, missing int, calls []sime
 		late = append(late, calls[failed+1].At.Sub(answered(calls[failed]))-a.delay)
 	}
 	return late, missing
-}
-
-// gapsPastCeiling appends, for each call that failed and was followed by
-// another, the time from its answer to the next call less the most the
-// policy may wait after it: the ceiling of its attempt (taking call k for
-// attempt k), or the Retry-After when it asked longer. Seen from outside,
-// without the delay actually drawn: a punctual consumer stays at or below
-// zero.
-func (o partialOutcome) gapsPastCeiling(excess []time.Duration, calls []simengine.Call, kind readKind) []time.Duration {
-	for j := 0; j+1 < len(calls); j++ {
-		if billedOrDuplicate(calls[j]) {
-			continue
-		}
-		bound := o.policy.Ceiling(uint64(j + 1))
-		switch {
-		case kind == tooMany && j == 0:
-			bound = max(bound, min(retryAfterAsked, o.policy.MaxServerWait))
-		case kind == throttled && j == 0:
-			bound = max(bound, min(quotaAsked, o.policy.MaxServerWait))
-		}
-		excess = append(excess, calls[j+1].At.Sub(answered(calls[j]))-bound)
-	}
-	return excess
 }
 
 // answered is when the engine answered c: its latency counts from its

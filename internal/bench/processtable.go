@@ -47,9 +47,11 @@ func (p *Process) rows() []Row {
 	}
 	startup := func(r ProcessRun) float64 { return float64(r.Startup.Microseconds()) / 1e3 }
 	hwm := func(r ProcessRun) float64 { return float64(r.HWM) / (1 << 20) }
-	add(Row{Scenario: name, Measure: "start to the first ack; VmHWM; median (min-max)",
-		Baseline: spanText(b, startup, "%.0f ms") + "; " + spanText(b, hwm, "%.1f MiB"),
-		Ours:     spanText(o, startup, "%.0f ms") + "; " + spanText(o, hwm, "%.1f MiB")})
+	add(Row{Scenario: name, Measure: "start to the first ack; median (min-max)",
+		Baseline: spanText(b, startup, "%.0f ms"), Ours: spanText(o, startup, "%.0f ms")})
+	add(Row{Scenario: name, Measure: "VmHWM (/proc/<pid>/status) at the end; median (min-max); the target on the largest",
+		Baseline: spanText(b, hwm, "%.1f MiB"), Ours: spanText(o, hwm, "%.1f MiB"),
+		Target: fmt.Sprintf("<= %d MiB", processHWM>>20), Met: met(p.HWMMet)})
 	add(Row{Scenario: name, Measure: "engine, all rounds: calls; keys called twice or more / never; bodies without their key; exit after SIGTERM",
 		Baseline: engineText(b), Ours: engineText(o)})
 	return rows

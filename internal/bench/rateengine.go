@@ -8,10 +8,10 @@ import (
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
-// rateEngine is the bench's loopback rate engine: simengine's, of unlimited
-// capacity, answering 200 at once, or 503 to the first call of a key fail
-// selects. It keeps the calls of the keys fail selects, and of no other key,
-// so that a million reads keep its memory flat.
+// rateEngine is the storm and steady scenarios' loopback rate engine:
+// simengine's, of unlimited capacity, answering 503 to the first call of a
+// key fail selects and 200 to the rest. It keeps the calls of the keys fail
+// selects, and of no other key.
 type rateEngine struct {
 	*simengine.Server
 	URL string // where the reads are posted
@@ -25,26 +25,18 @@ type keyCalls struct {
 
 // startRateEngine serves on loopback until close.
 func startRateEngine(fail func(key string) bool) (*rateEngine, error) {
-	o := simengine.Options{Keep: func(string) bool { return false }}
-	if fail != nil {
-		o.Keep = fail
-		o.Answer = func(key string, n int) (int, http.Header) {
-			if n == 1 && fail(key) {
-				return http.StatusServiceUnavailable, nil
-			}
-			return http.StatusOK, nil
+	eng, err := simengine.New(simengine.Options{Keep: fail, Answer: func(key string, n int) (int, http.Header) {
+		if n == 1 && fail(key) {
+			return http.StatusServiceUnavailable, nil
 		}
-	}
-	eng, err := simengine.New(o)
+		return http.StatusOK, nil
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("rate engine: %w", err)
 	}
 	srv := simengine.NewServer(eng)
 	return &rateEngine{Server: srv, URL: srv.URL + "/reads"}, nil
 }
-
-// calls is how many calls the engine took.
-func (d *rateEngine) calls() int64 { return d.Stats().Calls }
 
 // keys returns when each kept key was called first and second.
 func (d *rateEngine) keys() map[string]keyCalls {

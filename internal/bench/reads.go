@@ -3,8 +3,6 @@ package bench
 import (
 	"strconv"
 	"strings"
-
-	"github.com/meterline/meter-consumer/internal/meter"
 )
 
 // readAt is the read time of every benchmark read; meter ids make them
@@ -60,13 +58,4 @@ func appendMeterID(b []byte, i int) []byte {
 		b = append(b, '0')
 	}
 	return append(b, digits...)
-}
-
-// Normalised returns the JSON the HTTP sink posts for read i and its key.
-func Normalised(i int) (body []byte, key string, err error) {
-	r, err := meter.Decode(Body(i))
-	if err != nil {
-		return nil, "", err
-	}
-	return r.AppendJSON(nil), r.IdempotencyKey, nil
 }

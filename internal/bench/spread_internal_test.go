@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestPeakIn(t *testing.T) {
@@ -42,25 +40,4 @@ func TestPercentiles(t *testing.T) {
 	assert.Equal(t, 100*time.Millisecond, p.P99)
 	assert.Equal(t, 100*time.Millisecond, p.Max)
 	assert.Equal(t, Percentiles{}, percentilesOf(nil))
-}
-
-// A profile of labelled work splits by label, nats-server's own labels
-// counting as the server's.
-func TestCPUBySide(t *testing.T) {
-	// Spin until the process has used d of CPU (not of wall time: a loaded
-	// machine gives a spinning goroutine a share of a core), or 10s.
-	spin := func(_ context.Context, d time.Duration) {
-		began := processCPU()
-		for end := time.Now().Add(10 * time.Second); processCPU()-began < d && time.Now().Before(end); {
-			for range 100000 {
-			}
-		}
-	}
-	bySide, err := cpuProfile(func() error {
-		labelled(context.Background(), sideConsumer, func(ctx context.Context) { spin(ctx, 300*time.Millisecond) })
-		return nil
-	})
-	require.NoError(t, err)
-	assert.Greater(t, bySide[sideConsumer], 100*time.Millisecond)
-	assert.InDelta(t, 1, shares(bySide)[sideConsumer], 0.2)
 }

@@ -44,7 +44,8 @@ func failsOnce(key string) bool {
 	return h.Sum32()%5 == 0
 }
 
-func runSteady(ctx context.Context, e *env, cfg Config, rate int) (*Steady, error) {
+func runSteady(ctx context.Context, e *env, cfg Config) (*Steady, error) {
+	rate := cfg.SteadyRate
 	out := &Steady{Rate: rate, For: cfg.SteadyFor, Policy: "retry defaults: base 500ms, cap 30s (first retry in [0, 500ms])"}
 	for _, v := range []struct {
 		name       string
@@ -79,7 +80,7 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	}
 	defer e.drop(context.WithoutCancel(ctx), durable)
 	naks := newNakCapture()
-	start := ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+	start := ours(e, func(js jetstream.JetStream) (stream.Options, error) {
 		sink, err := httpSink(re.URL)
 		if err != nil {
 			return stream.Options{}, err

@@ -50,7 +50,7 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 	}
 	out := &Storm{N: cfg.StormN, MaxAckPending: stormMaxAckPending, Band: stormDelay, Window: spreadWindow}
 	jitter := func(url string) starter {
-		return ours(e, 1, func(js jetstream.JetStream) (stream.Options, error) {
+		return ours(e, func(js jetstream.JetStream) (stream.Options, error) {
 			sink, err := httpSink(url)
 			if err != nil {
 				return stream.Options{}, err

@@ -84,6 +84,10 @@ func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink bounde
 	return o
 }
 
+// httpConcurrency is the calls in flight of the HTTP sink and of the bare
+// posters compared with it: the binary's consumer.concurrency.
+var httpConcurrency = config.Default().Consumer.Concurrency
+
 // httpSink is the binary's HTTP sink posting to url with the binary's
 // downstream.timeout and consumer.concurrency.
 func httpSink(url string) (*downstream.HTTP, error) {
@@ -106,34 +110,22 @@ type boundedSink interface {
 	Timeout() time.Duration
 }
 
-// noop is the sink of the overhead and scaling scenarios: the product's own
-// no-op sink.
+// noop is the sink of the overhead scenario: the product's own no-op sink.
 var noop boundedSink = downstream.Discard{}
 
-// ours starts `instances` consumers (stream.New + Run), each on its own
-// connection, all on one durable; build returns each one's options. A sink
-// with CloseIdle has its idle connections closed when the consumer stops.
-func ours(e *env, instances int, build func(js jetstream.JetStream) (stream.Options, error)) starter {
+// ours starts one consumer (stream.New + Run) on its own connection on the
+// durable; build returns its options. A sink with CloseIdle has its idle
+// connections closed when the consumer stops.
+func ours(e *env, build func(js jetstream.JetStream) (stream.Options, error)) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideConsumer, func(ctx context.Context) {
-			var rs []*running
-			for range instances {
-				one, oerr := startOne(ctx, e, durable, "bench-ours", nil, build)
-				if oerr != nil {
-					err = errors.Join(oerr, stopAll(rs).stop())
-					return
-				}
-				rs = append(rs, one)
-			}
-			r = stopAll(rs)
-		})
+		labelled(ctx, sideConsumer, func(ctx context.Context) { r, err = startOne(ctx, e, durable, "bench-ours", build) })
 		return r, err
 	}
 }
 
 // startOne connects as name, builds a consumer with build's options and
-// runs it on durable once release is closed (at once when it is nil).
-func startOne(ctx context.Context, e *env, durable, name string, release <-chan struct{},
+// runs it on durable.
+func startOne(ctx context.Context, e *env, durable, name string,
 	build func(js jetstream.JetStream) (stream.Options, error)) (*running, error) {
 	nc, js, cons, err := connect(ctx, e, name, durable)
 	if err != nil {
@@ -153,15 +145,6 @@ func startOne(ctx context.Context, e *env, durable, name string, release <-chan 
 	done := make(chan error, 1)
 	ended := make(chan struct{})
 	go func() {
-		if release != nil {
-			select {
-			case <-release:
-			case <-runCtx.Done():
-				done <- nil
-				close(ended)
-				return
-			}
-		}
 		done <- c.Run(runCtx, cons)
 		close(ended)
 	}()

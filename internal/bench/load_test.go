@@ -1,0 +1,176 @@
+//go:build benchload
+
+// The scenarios run whole with tiny sizes: load tests, kept out of the unit
+// suite (go test -tags benchload ./internal/bench). CI's
+// "consumer-bench --smoke" runs every scenario's machinery too.
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/bench"
+)
+
+// consumerBinary builds the consumer binary once for the package's tests:
+// the scenarios that run it as a process run the real one, as
+// consumer-bench does.
+var consumerBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "bench-consumer")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	return bench.BuildConsumer(context.Background(), dir)
+})
+
+// natsServerBinary builds nats-server once, for the process scenario.
+var natsServerBinary = sync.OnceValues(func() (string, error) {
+	if _, err := consumerBinary(); err != nil { // makes binDir
+		return "", err
+	}
+	return bench.BuildNATSServer(context.Background(), binDir)
+})
+
+func TestRunSmoke(t *testing.T) {
+	cfg := bench.Smoke()
+	cfg.N, cfg.StormN, cfg.SteadyFor = 1000, 200, time.Second
+	cfg.Pulls = []int{32, 64}
+	// TestProcessScenario and TestEnginesScenario run theirs with their
+	// own sizes.
+	cfg.Scenarios = []string{bench.ScenarioOverhead, bench.ScenarioStorm, bench.ScenarioSteady}
+	rep, err := bench.Run(t.Context(), cfg)
+	require.NoError(t, err)
+
+	require.NotNil(t, rep.Overhead)
+	require.Len(t, rep.Overhead.Rows, 3, "one row per pull size, and the first with the breaker")
+	for _, row := range rep.Overhead.Rows {
+		assert.Len(t, row.Bare.Runs, 2)
+		assert.Len(t, row.FanOut.Runs, 2)
+		assert.Len(t, row.FanOutDecode.Runs, 2, "the fan-out decoding each read ran as often")
+		assert.Positive(t, row.FanOutDecode.MsgsPerSec)
+		assert.Len(t, row.Ours.Runs, 2)
+		assert.Positive(t, row.Ratio)
+	}
+	require.NotNil(t, rep.Storm)
+	assert.Equal(t, 200, rep.Storm.Jitter.Spread.Count, "every read came back once")
+	assert.Equal(t, 200, rep.Storm.Fixed.Spread.Count)
+	assert.Equal(t, 20, rep.Storm.Jitter.Spread.Windows, "a 2s band in 100ms windows")
+	require.NotNil(t, rep.Steady)
+	assert.Positive(t, rep.Steady.Held.Failed)
+	assert.Zero(t, rep.Steady.Held.Missing, "every failed read has its asked delay and its second call")
+	assert.Zero(t, rep.Steady.ServerSide.Missing)
+	var table strings.Builder
+	require.NoError(t, bench.WriteTable(&table, rep))
+	for _, want := range []string{"overhead pull 32", "vs the fan-out also parsing metadata and decoding each read", "storm 200 x 503", "steady 1000/s"} {
+		assert.Contains(t, table.String(), want)
+	}
+	_, err = json.Marshal(rep)
+	require.NoError(t, err)
+}
+
+// The engine matrix with tiny sizes and one short policy: every cell runs,
+// called the engine, and is judged in the table.
+func TestEnginesScenario(t *testing.T) {
+	cfg := bench.Smoke()
+	cfg.Scenarios = []string{bench.ScenarioEngines}
+	cfg.Replicas, cfg.EnginesFleets = []int{1}, []int{1}
+	cfg.EnginesN, cfg.EnginesCapacityN = 60, 100
+	cfg.EnginesDown, cfg.EnginesJoinFor, cfg.EnginesThrottleWait, cfg.EnginesSwitchAfter = 300*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	cfg.EnginesSlack = time.Second
+	cfg.EnginesPolicies[0].Trickle = time.Second
+	rep, err := bench.Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.NotNil(t, rep.Engines)
+	require.Len(t, rep.Engines.Runs, 1)
+	cells := rep.Engines.Runs[0].Cells
+	var kinds []string
+	for _, c := range cells {
+		kinds = append(kinds, c.Kind)
+		assert.Positive(t, c.Product.Calls, "%s: the product called the engine", c.Engine)
+		assert.Positive(t, c.Reads, c.Engine)
+	}
+	assert.Equal(t, []string{"capacity", "healthy", "healthy", "mix", "mix", "mix", "switch", "account", "account", "random", "join", "down"}, kinds)
+	for _, c := range cells {
+		switch c.Kind {
+		case "healthy":
+			assert.Positive(t, c.BareGoodput, "the bare client ran first")
+		case "random":
+			assert.InDelta(t, 60*0.4*0.4*0.4*0.4, c.Expected, 1e-9)
+		case "join":
+			assert.Positive(t, c.CrowdPerSec, "the other clients were served")
+		case "down":
+			assert.Positive(t, c.DownCalls, "the engine was down")
+		}
+	}
+
+	var table strings.Builder
+	require.NoError(t, bench.WriteTable(&table, rep))
+	for _, want := range []string{"engines smoke: capacity C", "engines smoke: partial mix, failures answered at once",
+		"10 reads/s for 1s", "engines smoke: partial mix at once, then at once the long tail", "one account throttled",
+		"40% of all calls 503 at random", "kept full by 4 clients", "down for 300ms"} {
+		assert.Contains(t, table.String(), want)
+	}
+	judged := 0
+	for _, row := range rep.Rows() {
+		if row.Met != "" {
+			judged++
+		}
+	}
+	assert.Greater(t, judged, 20, "each cell's targets are judged")
+}
+
+// TestProcessScenario runs the bare consumer (this test binary, see
+// TestMain) and the product binary as processes against a nats-server
+// process: every read reaches the engine once with its key, both stop
+// cleanly, and every figure is measured.
+func TestProcessScenario(t *testing.T) {
+	t.Parallel()
+	bin, err := consumerBinary()
+	require.NoError(t, err)
+	srv, err := natsServerBinary()
+	require.NoError(t, err)
+	cfg := bench.Smoke()
+	cfg.Scenarios, cfg.ProcessN, cfg.ProcessRounds = []string{bench.ScenarioProcess}, 500, 2
+	cfg.Binary, cfg.NATSServer = bin, srv
+	cfg.Bare, cfg.BareEnv = []string{os.Args[0]}, []string{bareEnv}
+	rep, err := bench.Run(t.Context(), cfg)
+	require.NoError(t, err)
+	p := rep.Process
+	require.NotNil(t, p)
+	require.Empty(t, p.Skipped)
+	assert.Equal(t, 300, p.BodyBytes)
+	assert.Contains(t, p.Server, "nats-server")
+	require.Len(t, p.Bare, 2)
+	require.Len(t, p.Product, 2)
+	require.Len(t, p.Ratios, 2)
+	for _, runs := range [][]bench.ProcessRun{p.Bare, p.Product} {
+		for _, r := range runs {
+			assert.Positive(t, r.ReadsPerSec)
+			assert.Positive(t, r.Mallocs, "allocations counted")
+			assert.Positive(t, r.AllocBytes)
+			assert.Positive(t, r.Syscalls, "syscalls counted")
+			assert.Positive(t, r.HWM)
+			assert.Equal(t, bench.KeyTally{Calls: 500}, r.Engine, "every read posted once, with its key")
+			assert.Equal(t, "exit status 0", r.Exit, "stopped cleanly by SIGTERM")
+		}
+	}
+	assert.Positive(t, p.Ratio.Median)
+	assert.LessOrEqual(t, p.Ratio.Min, p.Ratio.Median)
+	assert.LessOrEqual(t, p.Ratio.Median, p.Ratio.Max)
+	var targets []string
+	for _, row := range rep.Rows() {
+		if row.Target != "" {
+			targets = append(targets, row.Target)
+		}
+	}
+	assert.Equal(t, []string{">= 0.85", "<= 64 MiB"}, targets, "the ratio's target, and the binary's VmHWM's")
+}
