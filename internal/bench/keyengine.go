@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
@@ -106,34 +107,16 @@ func scrapeMemCounters(ctx context.Context, addr string) (memCounters, error) {
 		return memCounters{}, fmt.Errorf("metrics: %w", err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return memCounters{}, fmt.Errorf("metrics: %w", err)
 	}
-	var m memCounters
-	found := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		var to *float64
-		switch {
-		case !ok:
-			continue
-		case name == "go_memstats_mallocs_total":
-			to = &m.mallocs
-		case name == "go_memstats_alloc_bytes_total":
-			to = &m.bytes
-		case name == "go_gc_duration_seconds_count":
-			to = &m.gcs
-		default:
-			continue
-		}
-		if *to, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
-			return memCounters{}, fmt.Errorf("metrics: %s: %w", name, err)
-		}
-		found++
+	mallocs, alloc, gcs := mfs["go_memstats_mallocs_total"], mfs["go_memstats_alloc_bytes_total"], mfs["go_gc_duration_seconds"]
+	if len(mallocs.GetMetric()) == 0 || len(alloc.GetMetric()) == 0 || len(gcs.GetMetric()) == 0 {
+		return memCounters{}, fmt.Errorf("metrics at %s: go_memstats_mallocs_total, go_memstats_alloc_bytes_total or go_gc_duration_seconds missing", addr)
 	}
-	if found != 3 {
-		return memCounters{}, fmt.Errorf("metrics at %s: go_memstats_mallocs_total, go_memstats_alloc_bytes_total or go_gc_duration_seconds_count missing", addr)
-	}
+	m := memCounters{mallocs: mallocs.GetMetric()[0].GetCounter().GetValue(), bytes: alloc.GetMetric()[0].GetCounter().GetValue(),
+		gcs: float64(gcs.GetMetric()[0].GetSummary().GetSampleCount())}
 	return m, nil
 }

@@ -1,48 +1,25 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-// procStatus reads VmRSS and VmHWM of pid from /proc/<pid>/status, in bytes.
-func procStatus(pid int) (rss, hwm int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// vmHWM is pid's peak resident set (VmHWM of /proc/<pid>/status), in
+// bytes.
+func vmHWM(pid int) (int64, error) {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, 0, fmt.Errorf("proc status: %w", err)
+		return 0, fmt.Errorf("proc: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		name, rest, ok := bytes.Cut(sc.Bytes(), []byte(":"))
-		if !ok {
-			continue
-		}
-		var to *int64
-		switch string(name) {
-		case "VmRSS":
-			to = &rss
-		case "VmHWM":
-			to = &hwm
-		default:
-			continue
-		}
-		fields := bytes.Fields(rest) // "12345", "kB"
-		if len(fields) != 2 || string(fields[1]) != "kB" {
-			return 0, 0, fmt.Errorf("proc status: %s: unexpected %q", name, rest)
-		}
-		kb, err := strconv.ParseInt(string(fields[0]), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("proc status: %s: %w", name, err)
-		}
-		*to = kb << 10
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, fmt.Errorf("proc status: %w", err)
 	}
-	return rss, hwm, nil
+	return int64(st.VmHWM), nil
 }
 
 // tail keeps the last max bytes written to it: a child's stderr, for errors.
@@ -68,10 +45,6 @@ func (t *tail) String() string {
 	return string(t.b)
 }
 
-// clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
-// every Linux architecture the bench runs on (getconf CLK_TCK).
-const clockTicks = 100
-
 // procSample is what /proc says of a process at one moment.
 type procSample struct {
 	cpu      time.Duration // utime + stime, every thread's
@@ -81,39 +54,17 @@ type procSample struct {
 // sampleProc reads pid's CPU time from /proc/<pid>/stat and its read and
 // write system calls from /proc/<pid>/io.
 func sampleProc(pid int) (procSample, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return procSample{}, fmt.Errorf("proc: %w", err)
+	}
+	st, err := p.Stat()
 	if err != nil {
 		return procSample{}, fmt.Errorf("proc stat: %w", err)
 	}
-	// The command name, field 2, is in parentheses and may hold anything:
-	// the fields after its last ")" start at field 3 (state).
-	i := bytes.LastIndexByte(b, ')')
-	fields := bytes.Fields(b[i+1:])
-	if i < 0 || len(fields) < 13 {
-		return procSample{}, fmt.Errorf("proc stat: unexpected %q", b)
-	}
-	var s procSample
-	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15
-		t, err := strconv.ParseInt(string(f), 10, 64)
-		if err != nil {
-			return procSample{}, fmt.Errorf("proc stat: %w", err)
-		}
-		s.cpu += time.Duration(t) * time.Second / clockTicks
-	}
-	if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err != nil {
+	io, err := p.IO()
+	if err != nil {
 		return procSample{}, fmt.Errorf("proc io: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), ": ")
-		if !ok || (name != "syscr" && name != "syscw") {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			return procSample{}, fmt.Errorf("proc io: %s: %w", name, err)
-		}
-		s.syscalls += n
-	}
-	return s, nil
+	return procSample{cpu: time.Duration(st.CPUTime() * float64(time.Second)), syscalls: int64(io.SyscR + io.SyscW)}, nil
 }

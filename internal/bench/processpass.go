@@ -179,7 +179,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		r.AllocBytes = (end.mem.bytes - first.mem.bytes) / reads
 		r.GCPer1000 = 1000 * (end.mem.gcs - first.mem.gcs) / reads
 	}
-	if _, r.HWM, err = procStatus(cmd.Process.Pid); err != nil {
+	if r.HWM, err = vmHWM(cmd.Process.Pid); err != nil {
 		return r, err
 	}
 	if err := <-profiled; err != nil {
