@@ -230,7 +230,7 @@ func TestEngineCellTargets(t *testing.T) {
 }
 
 // The account mix is exact, and refusal answers each kind at once as the
-// partial scenario's answer does once served: 0 lets the call be served.
+// partial mix's answer does once served: 0 lets the call be served.
 func TestRefusalByKind(t *testing.T) {
 	kinds := accountMix.kinds(1000, 3)
 	assert.Equal(t, 50, count(kinds, throttled))

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -45,21 +44,6 @@ func TestAnswerByKind(t *testing.T) {
 			assert.Equal(t, "1", h.Get("Retry-After"))
 		}
 	}
-}
-
-// The long tail's draws are a function of the key and the call number: over
-// many keys they have the median and the 99th percentile asked.
-func TestLongTailQuantiles(t *testing.T) {
-	d := longTailShape.delay(20261130)
-	assert.Equal(t, d(Key(3), 1), d(Key(3), 1))
-	assert.NotEqual(t, d(Key(3), 1), d(Key(3), 2))
-	var ds []time.Duration
-	for i := range 20_000 {
-		ds = append(ds, d(Key(i), 1))
-	}
-	slices.Sort(ds)
-	assert.InDelta(t, 10, float64(ds[len(ds)/2])/1e6, 0.5, "median, ms")
-	assert.InDelta(t, 100, float64(ds[len(ds)*99/100])/1e6, 10, "p99, ms")
 }
 
 func TestPartialOutcome(t *testing.T) {

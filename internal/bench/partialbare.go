@@ -12,7 +12,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// bareRetrier is the partial scenario's baseline: a bare HTTP client with
+// bareRetrier is the engine matrix's baseline: a bare HTTP client with
 // the pipeline's concurrency, 32 goroutines that pull, POST each read and
 // ack a 2xx. Any other answer, or none, is retried after the policy's
 // full-jitter delay for its attempt, raised to a Retry-After as the

@@ -10,7 +10,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
-// readKind is what the partial scenario's engine does with one read.
+// readKind is what the engine matrix's engine does with one read.
 type readKind uint8
 
 const (
@@ -33,7 +33,7 @@ type PartialMix struct {
 	Throttled float64 `json:"one_account_429_retry_after_60s,omitempty"`
 }
 
-// The partial scenario's two read mixes.
+// The engine matrix's read mixes.
 var (
 	healthyMix = PartialMix{Name: "healthy"}
 	partialMix = PartialMix{Name: "partial", FailOnce: 0.15, TooMany: 0.03, AlwaysBad: 0.05}
@@ -110,7 +110,7 @@ func refusal(kinds []readKind) func(key string, n int) (int, http.Header) {
 	}
 }
 
-// LatencyShape is how long the partial scenario's engine takes to answer,
+// LatencyShape is how long the engine matrix's engine takes to answer,
 // whatever the load: it has no limit on its servers, so nothing queues.
 type LatencyShape struct {
 	Name string `json:"name"`
@@ -118,48 +118,32 @@ type LatencyShape struct {
 	// ServiceTime x [1-Jitter, 1+Jitter].
 	ServiceTime time.Duration `json:"service_time_ns"`
 	Jitter      float64       `json:"jitter"`
-	// Median and P99 of a lognormal latency, drawn per call from the key,
-	// the call number and the seed (simengine's Delay), when set.
-	Median time.Duration `json:"median_ns,omitempty"`
-	P99    time.Duration `json:"p99_ns,omitempty"`
-	// TailShare of the calls, drawn as Median's are, take Tail in all
-	// instead of ServiceTime, when set.
+	// TailShare of the calls, drawn per call from the key, the call number
+	// and the seed (simengine's Delay), take Tail in all instead of
+	// ServiceTime, when set.
 	TailShare float64       `json:"tail_share,omitempty"`
 	Tail      time.Duration `json:"tail_ns,omitempty"`
 }
 
-// The partial scenario's two latency shapes.
+// The engine matrix's latency shapes.
 var (
-	uniformShape  = LatencyShape{Name: "uniform 5-25ms", ServiceTime: 15 * time.Millisecond, Jitter: 2.0 / 3}
-	longTailShape = LatencyShape{Name: "long tail, median 10ms p99 100ms", Median: 10 * time.Millisecond, P99: 100 * time.Millisecond}
-	// tailShape is the engine matrix's long tail: 5ms, one call in ten 80ms.
+	uniformShape = LatencyShape{Name: "uniform 5-25ms", ServiceTime: 15 * time.Millisecond, Jitter: 2.0 / 3}
+	// tailShape is the long tail: 5ms, one call in ten 80ms.
 	tailShape = LatencyShape{Name: "long tail 5ms, 1 in 10 at 80ms", ServiceTime: 5 * time.Millisecond, TailShare: 0.1, Tail: 80 * time.Millisecond}
 )
-
-// maxTail bounds a long-tailed latency (the lognormal's 1 in 100,000 is
-// about 700ms).
-const maxTail = 2 * time.Second
 
 // options are the engine's options for the shape, seeded from seed.
 func (s LatencyShape) options(seed uint64) simengine.Options {
 	return simengine.Options{ServiceTime: s.ServiceTime, Jitter: s.Jitter, Rand: seeded(seed, 0x5a9e), Delay: s.delayFunc(seed)}
 }
 
-// delayFunc is the shape's Delay, seeded from seed: the lognormal's, the
-// tail's, or nil.
+// delayFunc is the shape's Delay, seeded from seed, or nil without a tail:
+// it adds Tail - ServiceTime to TailShare of the calls, drawn from a hash
+// of the seed, the key and the call number.
 func (s LatencyShape) delayFunc(seed uint64) func(key string, n int) time.Duration {
-	switch {
-	case s.Median > 0:
-		return s.delay(seed)
-	case s.TailShare > 0:
-		return s.tailDelay(seed)
+	if s.TailShare <= 0 {
+		return nil
 	}
-	return nil
-}
-
-// tailDelay adds Tail - ServiceTime to TailShare of the calls, drawn from a
-// hash of the seed, the key and the call number.
-func (s LatencyShape) tailDelay(seed uint64) func(key string, n int) time.Duration {
 	extra := max(0, s.Tail-s.ServiceTime)
 	return func(key string, n int) time.Duration {
 		if unitDraw(seed^0x7a11, key, n) < s.TailShare {
@@ -176,17 +160,4 @@ func unitDraw(seed uint64, key string, n int) float64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
 	return rand.New(rand.NewPCG(seed^h.Sum64(), uint64(n))).Float64()
-}
-
-// delay draws a lognormal latency of median Median whose 99th percentile
-// is P99, from a hash of the seed, the key and the call number: the same
-// call gets the same latency in every run and every variant.
-func (s LatencyShape) delay(seed uint64) func(key string, n int) time.Duration {
-	const z99 = 2.3263478740408408 // the standard normal's 99th percentile
-	sigma := math.Log(float64(s.P99)/float64(s.Median)) / z99
-	return func(key string, n int) time.Duration {
-		u := unitDraw(seed, key, n)
-		z := math.Sqrt2 * math.Erfinv(2*u-1)
-		return min(time.Duration(float64(s.Median)*math.Exp(sigma*z)), maxTail)
-	}
 }
