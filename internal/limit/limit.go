@@ -179,40 +179,45 @@ func (l *Limiter) Paused() time.Time {
 	return time.Time{}
 }
 
-// Pause holds every new call until until (a pause that ends later is kept)
-// and reports whether the pause now ends later than before. The engine's
-// view decides when the replica as a whole must wait.
-func (l *Limiter) Pause(until time.Time) bool {
+// Pause holds every new call for d from now, on the limiter's clock (a
+// pause that ends later is kept): it returns when the pause ends, and
+// whether it now ends later than before. The engine's view decides when
+// the replica as a whole must wait.
+func (l *Limiter) Pause(d time.Duration) (until time.Time, later bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.o.Now()
+	until = now.Add(d)
 	if !until.After(l.pauseUntil) {
-		return false
+		return l.pauseUntil, false
 	}
 	l.pauseUntil = until
 	if l.resume != nil {
 		l.resume.Stop()
 		l.resume = nil
 	}
-	l.schedule(l.o.Now())
-	return true
+	l.schedule(now)
+	return until, true
 }
 
-// Dip holds the calls in flight at half the limit (one at least, below Min too) from
-// from until until: the engine's view asks for it to see whether the
-// engine answers differently when the replica sends less. A slot granted
-// meanwhile is Low. A dip asked for while one is pending replaces it.
-func (l *Limiter) Dip(from, until time.Time) {
+// Dip holds the calls in flight at half the limit (one at least, below Min
+// too) for span, from in from now on the limiter's clock: the engine's view
+// asks for it to see whether the engine answers differently when the
+// replica sends less. A slot granted meanwhile is Low. A dip asked for
+// while one is pending replaces it.
+func (l *Limiter) Dip(in, span time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !until.After(from) {
+	if span <= 0 {
 		return
 	}
-	l.dipFrom, l.dipUntil, l.held = from, until, 0
+	now := l.o.Now()
+	l.dipFrom, l.dipUntil, l.held = now.Add(in), now.Add(in+span), 0
 	if l.resume != nil {
 		l.resume.Stop()
 		l.resume = nil
 	}
-	l.schedule(l.o.Now())
+	l.schedule(now)
 }
 
 // dipping reports whether now is within the dip. Locked.

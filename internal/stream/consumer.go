@@ -85,7 +85,6 @@ type Options struct {
 	// interval (the breaker's window, the engine's view), its wall clock
 	// only what is compared with a timestamp (default clock.System()).
 	Clock clock.Clock
-	Now   func() time.Time // the wall clock (default Clock.Now)
 	// Conn, when set, is the connection the durable is consumed on: a
 	// delivery that arrived before it was down for AckWait/4 or more is
 	// dropped unsettled (see leases). nil: never dropped.
@@ -99,6 +98,11 @@ type Consumer struct {
 	o   Options
 	log *slog.Logger
 	m   *Metrics
+	// now is the one clock the consumer times its work by: Options.Clock's
+	// monotonic clock, as a time.Time whose differences alone mean
+	// something (the wall clock can step). Contexts get what is left of a
+	// deadline on it as a timeout (within).
+	now func() time.Time
 	// Reads waiting in the process, and the one owner of keep-alives.
 	keep    *keepAlive
 	retries *retries
@@ -151,11 +155,8 @@ func New(o Options) (*Consumer, error) {
 	if o.Clock == nil {
 		o.Clock = clock.System()
 	}
-	if o.Now == nil {
-		o.Now = o.Clock.Now
-	}
 	if o.Rand == nil {
-		o.Rand = retry.NewRand(uint64(time.Now().UnixNano()))
+		o.Rand = retry.NewRand(uint64(o.Clock.Now().UnixNano()))
 	}
 	log := o.Logger.With(slog.String("component", "stream"))
 	c := &Consumer{o: o, log: log, m: o.Metrics, records: o.Records, naks: &nakLog{log: log, limit: NakLines}}
@@ -186,7 +187,8 @@ func New(o Options) (*Consumer, error) {
 	c.view = view
 	c.server = &serverClock{clk: o.Clock, log: log, set: func(d time.Duration) { c.m.serverClockOffset.Set(d.Seconds()) }}
 	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
-	c.keep = newKeepAlive(o, monoTime(o.Clock), c.settleError, func(n int) { c.m.held.Set(float64(n)) })
+	c.now = monoTime(o.Clock)
+	c.keep = newKeepAlive(o, c.now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.retries = &retries{keep: c.keep, onErr: c.settleError, gate: c.retryGate}
 	c.park = newPark(c.keep)
 	c.breaker, c.limit, c.budget = closedCircuit{}, unlimited{}, unbudgeted{}
@@ -345,7 +347,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 
 	// The stop, step by step in the order it runs. Every hand-back, its
 	// record included, ends by HandBackGrace past the stop's deadline.
-	stopBy := time.Now().Add(c.o.ShutdownTimeout)
+	stopBy := c.now().Add(c.o.ShutdownTimeout)
 	defer time.AfterFunc(c.o.ShutdownTimeout, cutNow).Stop()
 	defer time.AfterFunc(c.o.ShutdownTimeout+HandBackGrace, giveUpNow).Stop()
 	// 1. Stop following the breaker and the park: pulling is not resumed.
@@ -353,7 +355,7 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
 	//    which hands them to the workers (or parks them while the breaker
 	//    is open); once cut has ended, it hands them back.
-	if !p.pause(time.Until(stopBy) + HandBackGrace) {
+	if !p.pause(stopBy.Sub(c.now()) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
 	// 3. Let the workers finish their reads; past the stop's deadline their
@@ -411,7 +413,7 @@ func (c *Consumer) dispatcher(pool *workers, cut, giveUp context.Context) jetstr
 				return
 			default:
 			}
-			now := time.Now()
+			now := c.now()
 			if blockedSince.IsZero() {
 				blockedSince = now
 			}

@@ -30,7 +30,7 @@ const clockSkew = time.Minute
 // the copy carries. A decision that could not be written is the copy's all
 // the same, guarded by its message id within the duplicate window.
 func (c *Consumer) recordDecision(hard context.Context, d *delivery, s situation, v verdict) situation {
-	ctx, cancel := context.WithDeadline(hard, d.deadline)
+	ctx, cancel := c.within(hard, d.deadline)
 	defer cancel()
 	// The attempts the read spent: those before this delivery, and its
 	// call if it made one that was charged (the write counts it).
@@ -68,7 +68,7 @@ func (c *Consumer) recordDecision(hard context.Context, d *delivery, s situation
 // window its message id no longer guards against a second one, so it is
 // looked for first.
 func (c *Consumer) storeCopy(hard context.Context, d *delivery, s situation, v verdict) situation {
-	ctx, cancel := context.WithDeadline(hard, d.deadline)
+	ctx, cancel := c.within(hard, d.deadline)
 	defer cancel()
 	msg, md := d.msg, d.md
 	entry := dlq.Entry{
@@ -102,7 +102,7 @@ func (c *Consumer) terminate(ctx context.Context, d *delivery, v verdict) {
 	}
 	c.settleError("term", d.term(termReason))
 	c.m.deadLettered(v.reason)
-	c.m.settled(OutcomeTerm, time.Since(d.start).Seconds())
+	c.m.settled(OutcomeTerm, c.now().Sub(d.start).Seconds())
 	c.m.aged(OutcomeTerm, d.md, c.serverNow())
 	c.m.deliveryAttempt.Observe(float64(d.attempt))
 	attrs := append(c.attrs(d, v.cause, 0), slog.String("reason", string(v.reason)))

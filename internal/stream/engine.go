@@ -48,11 +48,12 @@ func (closedCircuit) Stop()                     {}
 type concurrency interface {
 	Acquire(ctx context.Context, retry bool) (limit.Token, error)
 	Release(limit.Token, limit.Signal)
-	// Pause holds new calls until until; it reports whether it did.
-	Pause(until time.Time) bool
-	// Dip holds the calls in flight at half the limit from from until
-	// until.
-	Dip(from, until time.Time)
+	// Pause holds new calls for d, on the limiter's clock: it returns when
+	// the pause ends, and whether it now ends later than before.
+	Pause(d time.Duration) (time.Time, bool)
+	// Dip holds the calls in flight at half the limit for span, from in
+	// from now.
+	Dip(in, span time.Duration)
 	// Mark notes the limit; Restore sets it back to the mark.
 	Mark()
 	Restore()
@@ -65,8 +66,8 @@ type unlimited struct{}
 
 func (unlimited) Acquire(context.Context, bool) (limit.Token, error) { return limit.Token{}, nil }
 func (unlimited) Release(limit.Token, limit.Signal)                  {}
-func (unlimited) Pause(time.Time) bool                               { return false }
-func (unlimited) Dip(time.Time, time.Time)                           {}
+func (unlimited) Pause(time.Duration) (time.Time, bool)              { return time.Time{}, false }
+func (unlimited) Dip(time.Duration, time.Duration)                   {}
 func (unlimited) Mark()                                              {}
 func (unlimited) Restore()                                           {}
 func (unlimited) SlowStart()                                         {}
@@ -149,8 +150,7 @@ func (c *Consumer) observe(d *delivery, tok limit.Token, ce *classify.Error, too
 		c.limit.Restore()
 	}
 	if fb.Dip.For > 0 {
-		from := time.Now().Add(fb.Dip.In) // with its monotonic reading, as the limiter's clock
-		c.limit.Dip(from, from.Add(fb.Dip.For))
+		c.limit.Dip(fb.Dip.In, fb.Dip.For)
 	}
 	if fb.Judged != engine.Undecided {
 		sn := c.view.Snapshot()
@@ -158,8 +158,7 @@ func (c *Consumer) observe(d *delivery, tok limit.Token, ce *classify.Error, too
 			slog.Float64("shed_share", sn.ShedShare), slog.Float64("background", sn.Background))
 	}
 	if fb.Pause > 0 {
-		until := time.Now().Add(fb.Pause) // with its monotonic reading, as the limiter's clock
-		if c.limit.Pause(until) {
+		if until, later := c.limit.Pause(fb.Pause); later {
 			c.m.pauses.Inc()
 			c.log.Warn("the rate engine throttles broadly: calls paused", slog.String("cause", string(ce.Cause)),
 				slog.Duration("retry_after", ce.RetryAfter), slog.Duration("pause", fb.Pause), slog.Time("until", until))

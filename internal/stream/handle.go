@@ -36,7 +36,7 @@ var errStopping = fmt.Errorf("%w: the read is handed back", classify.ErrShutdown
 // run out of time; giveUp ends when the stop's grace is over (a hand-back
 // then no longer waits for the records bucket).
 func (c *Consumer) handle(graceful, hard, giveUp context.Context, d *delivery, w *watch) {
-	start := time.Now()
+	start := c.now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()
 	c.keep.arm(w, d, start)
@@ -131,12 +131,12 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 	}
 	// The work of the delivery gets its whole time from here, after any
 	// wait for the breaker or for the limit.
-	began := time.Now()
+	began := c.now()
 	d.deadline = began.Add(c.o.HandlerTimeout)
 	err = c.deliver(hard, d)
 	ce := classify.Of(err)
 	cut := err != nil && hard.Err() != nil
-	fb := c.observe(d, tok, ce, time.Since(began), cut)
+	fb := c.observe(d, tok, ce, c.now().Sub(began), cut)
 	c.limit.Release(tok, limitSignal(ce, fb, cut))
 	if cut {
 		c.breaker.Release(permit)
@@ -163,7 +163,7 @@ func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) 
 	switch v.fate {
 	case fateAck:
 		c.settleError("ack", d.ack())
-		c.m.settled(OutcomeAck, time.Since(d.start).Seconds())
+		c.m.settled(OutcomeAck, c.now().Sub(d.start).Seconds())
 		c.m.aged(OutcomeAck, d.md, c.serverNow())
 		c.m.deliveryAttempt.Observe(float64(d.attempt))
 		if c.log.Enabled(hard, slog.LevelDebug) {
@@ -180,10 +180,15 @@ func (c *Consumer) settle(hard, giveUp context.Context, d *delivery, v verdict) 
 		c.handBack(giveUp, d, v.cause)
 	case fateReject:
 		c.settleError("nak", d.nak())
-		c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+		c.m.settled(OutcomeNak, c.now().Sub(d.start).Seconds())
 	case fateDrop:
 		// Counted and logged by the delivery when its lease was found lost.
 	}
+}
+
+// within is ctx ended by deadline, a time on the consumer's clock (c.now).
+func (c *Consumer) within(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, deadline.Sub(c.now()))
 }
 
 // kept reports whether the delivery's record counts: records are kept and
@@ -259,7 +264,7 @@ func SettleReserve(handlerTimeout time.Duration) time.Duration {
 func (c *Consumer) deliver(ctx context.Context, d *delivery) (err error) {
 	if !c.sinkBounded {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.deadline.Add(-SettleReserve(c.o.HandlerTimeout)))
+		ctx, cancel = c.within(ctx, d.deadline.Add(-SettleReserve(c.o.HandlerTimeout)))
 		defer cancel()
 	}
 	defer func() {
@@ -295,7 +300,7 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, v verdict) {
 	delay := c.o.Policy.DelayWithFloor(v.backoff, c.o.Rand, v.floor)
 	c.retries.hold(d, delay, v.gated)
 	c.m.retryDelay.Observe(delay.Seconds())
-	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+	c.m.settled(OutcomeNak, c.now().Sub(d.start).Seconds())
 	if v.copyErr == nil {
 		c.naks.line(ctx, slog.LevelWarn, "nak", v.cause.Cause, c.attrs(d, v.cause, delay))
 		return
@@ -322,7 +327,7 @@ func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error
 	}
 	c.settleError("nak", d.nak())
 	c.m.handBacks.Inc()
-	c.m.settled(OutcomeNak, time.Since(d.start).Seconds())
+	c.m.settled(OutcomeNak, c.now().Sub(d.start).Seconds())
 	c.naks.line(ctx, slog.LevelWarn, "handed back", ce.Cause, c.attrs(d, ce, 0))
 }
 
@@ -335,7 +340,7 @@ func (c *Consumer) handBackUnhandled(ctx context.Context, d *delivery, why error
 		c.settle(ctx, ctx, d, decide(situation{noMetadata: true}))
 		return
 	}
-	d.md, d.start = md, time.Now()
+	d.md, d.start = md, c.now()
 	s := situation{called: true, stopped: why}
 	if d.lost(fateHandBack.String()) {
 		s.lost = true

@@ -24,8 +24,7 @@ import (
 //     comes; a parked read has none and waits until it is removed.
 type keepAlive struct {
 	first, every, tick time.Duration
-	wallNow            func() time.Time // the watches' clock: a worker arms with time.Now
-	now                func() time.Time // the waiting reads' clock
+	now                func() time.Time // the consumer's clock (monoTime): the watches' and the waiting reads'
 	onErr              func(string, error)
 	onSize             func(n int) // called with the number waiting after each change
 	watches            []*watch
@@ -73,7 +72,7 @@ func newKeepAlive(o Options, now func() time.Time, onErr func(string, error), on
 	rounds := time.Duration((o.PullBatch + o.Concurrency - 1) / o.Concurrency)
 	first := min(every, max(o.AckWait-rounds*o.HandlerTimeout-o.AckWait/10, o.AckWait/10))
 	k := &keepAlive{first: first, every: every, tick: max(first/4, time.Millisecond),
-		wallNow: time.Now, now: now, onErr: onErr, onSize: onSize, wake: make(chan struct{}, 1)}
+		now: now, onErr: onErr, onSize: onSize, wake: make(chan struct{}, 1)}
 	for range o.Concurrency {
 		k.watches = append(k.watches, &watch{})
 	}
@@ -178,7 +177,7 @@ func (k *keepAlive) run(ctx context.Context) {
 
 // scan keeps the reads in flight alive.
 func (k *keepAlive) scan() {
-	now := k.wallNow()
+	now := k.now()
 	for _, s := range k.watches {
 		s.mu.Lock()
 		if s.d != nil && !now.Before(s.next) {

@@ -55,9 +55,8 @@ func TestWaitingReadIsKeptAliveEveryHalfAckWait(t *testing.T) {
 // signal is due, and not after the worker disarms its watch.
 func TestWatchedReadIsKeptAliveUntilDisarmed(t *testing.T) {
 	t.Parallel()
-	keep := testKeepAlive(time.Now)
 	wall := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
-	keep.wallNow = func() time.Time { return wall }
+	keep := testKeepAlive(func() time.Time { return wall })
 	w := keep.watches[0]
 	msg := newFakeMsg(goodRead, 1)
 	keep.arm(w, owned(msg), wall)

@@ -238,10 +238,10 @@ func (c *Consumer) lookUp(ctx context.Context, md *jetstream.MsgMetadata, deadli
 	if md.NumDelivered <= 1 {
 		return Record{}, 0, true
 	}
-	if limit := time.Now().Add(RecordsTimeout); deadline.IsZero() || limit.Before(deadline) {
+	if limit := c.now().Add(RecordsTimeout); deadline.IsZero() || limit.Before(deadline) {
 		deadline = limit
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := c.within(ctx, deadline)
 	defer cancel()
 	s, err := c.records.Get(ctx, md.Sequence.Stream)
 	if err != nil {
