@@ -17,14 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/breaker"
-	"github.com/meterline/meter-consumer/internal/budget"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/lag"
-	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
-	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
 )
 
@@ -155,24 +151,7 @@ func Run(ctx context.Context, cfg config.Config, deps Deps) error {
 		return err
 	}
 	up.sink = stopSink
-	lim, budg, err := Controls(cfg)
-	if err != nil {
-		return err
-	}
-	if cfg.Consumer.HandlerTimeout >= set.AckWait {
-		return fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (%s sets it to consumer.ack_wait)",
-			cfg.Consumer.HandlerTimeout, set.AckWait, config.Flag("stream.reconcile"))
-	}
-	po := PipelineOptions(cfg)
-	po.PullBatch, po.AckWait = set.PullBatch, set.AckWait // the durable's
-	po.Sink, po.SinkTimeout = sink, sink.Timeout()
-	po.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream, Timeout: cfg.DLQ.PublishTimeout(),
-		MaxSize: copyLimit(int(nc.MaxPayload()), set.MaxCopySize), Truncate: set.KeepsReads})
-	po.DeadLetterWindow, po.Records = set.DeadLetterWindow, set.Records
-	po.Metrics, po.Logger, po.Rand = stream.NewMetrics(reg), log, rnd
-	po.Limiter, po.Budget = lim, budg
-	po.Conn = nc
-	consumer, err := stream.New(po)
+	consumer, _, err := Pipeline(cfg, Parts{Conn: nc, JS: js, Set: set, Sink: sink, Registry: reg, Logger: log, Rand: rnd})
 	if err != nil {
 		return err
 	}
@@ -329,15 +308,6 @@ func setUp(ctx context.Context, js jetstream.JetStream, topo topology.Topology, 
 	return set, nil
 }
 
-// copyLimit is the largest dead-letter copy: the connection's max payload,
-// or the dead-letter stream's max message size when that is smaller.
-func copyLimit(maxPayload, streamMax int) int {
-	if streamMax > 0 && streamMax < maxPayload {
-		return streamMax
-	}
-	return maxPayload
-}
-
 // Metrics are the service's own metrics, beside the pipeline's.
 type Metrics struct {
 	embedded prometheus.Gauge
@@ -450,35 +420,6 @@ func serve(setting, addr string, h http.Handler, log *slog.Logger) (string, func
 		_ = srv.Shutdown(ctx)
 		wg.Wait()
 	}, nil
-}
-
-// Controls builds the adaptive concurrency limit and the retry budget the
-// configuration asks for (nil when off), as the service runs them.
-func Controls(cfg config.Config) (*limit.Limiter, *budget.Budget, error) {
-	var lim *limit.Limiter
-	if cfg.Downstream.Adaptive {
-		var err error
-		if lim, err = limit.New(limit.Options{Max: cfg.Consumer.Concurrency}); err != nil {
-			return nil, nil, err
-		}
-	}
-	if cfg.Retry.BudgetPercent == 0 {
-		return lim, nil, nil
-	}
-	b, err := budget.New(budget.Options{Ratio: float64(cfg.Retry.BudgetPercent) / 100, MinPerSecond: float64(cfg.Retry.BudgetMinPerSecond),
-		Window: config.RetryBudgetWindow})
-	return lim, b, err
-}
-
-// BreakerOptions turns the breaker section into options (nil: disabled).
-func BreakerOptions(b config.Breaker) *breaker.Options {
-	if !b.Enabled {
-		return nil
-	}
-	return &breaker.Options{
-		Window: b.Window, MinCalls: b.MinCalls, FailureRatio: float64(b.FailurePercent) / 100,
-		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes,
-	}
 }
 
 // copySubjects are the subjects of the dead-letter copies of reads on the
