@@ -294,31 +294,19 @@ var ErrConsumeStopped = errors.New("consuming stopped by the server")
 // handed back. The caller drains the connection afterwards, which flushes
 // every settlement.
 func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
-	// One context per lifetime, each named for when it ends:
-	//   - ctx, the caller's: when it ends, the stop begins.
-	//   - cut ends when the stop has run out of time (ShutdownTimeout):
-	//     calls still in flight are cut and their reads handed back.
-	//   - giveUp ends HandBackGrace after cut: a hand-back no longer waits
-	//     for the records bucket, so the stop ends even with it down.
-	//   - the background group's (keep-alives, leases, the server's clock,
-	//     the NAK log) ends last, once every read is settled or handed back;
-	//     the follower's, once pulling is no longer resumed.
-	base := context.WithoutCancel(ctx)
-	cut, cutNow := context.WithCancel(base)
-	defer cutNow()
-	giveUp, giveUpNow := context.WithCancel(base)
-	defer giveUpNow()
-
+	life := newLifetimes(ctx)
 	measure, measured := context.WithTimeout(ctx, 5*time.Second)
 	c.server.measure(measure, cons) // before the first read: its age is timed on the server's clock
 	measured()
+	// The background (keep-alives, leases, the server's clock, the NAK log)
+	// ends last, once every read is settled or handed back.
 	background := start(ctx,
 		func(ctx context.Context) { c.server.run(ctx, cons, ServerClockInterval) },
 		c.leases.run,
 		c.keep.run,
 		func(ctx context.Context) { c.naks.run(ctx, NakInterval) })
-	pool := c.startWorkers(ctx, cut, giveUp)
-	p := newPuller(cons, c.dispatcher(pool, cut, giveUp),
+	pool := c.startWorkers(life)
+	p := newPuller(cons, c.dispatcher(pool, life),
 		jetstream.PullMaxMessages(c.o.PullBatch),
 		jetstream.PullThresholdMessages(RefillAt(c.o.PullBatch, c.o.Concurrency)),
 		// Pull requests expire every 5s, with idle heartbeats every 2.5s, so
@@ -328,33 +316,34 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("consume", slog.Any("error", err))
 		}))
-	if err := p.resume(); err != nil {
-		pool.stop()
-		background.stop()
-		c.breaker.Stop()
-		return fmt.Errorf("consume: %w", err)
-	}
-	c.consuming.Store(true)
-	following := start(ctx, func(ctx context.Context) { c.follow(ctx, p) })
-
+	// Following the breaker and the park (pausing and resuming the pull)
+	// runs while the consumer consumes.
+	following := start(ctx)
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case <-p.unexpected:
-		runErr = ErrConsumeStopped
+	if err := p.resume(); err != nil {
+		runErr = fmt.Errorf("consume: %w", err)
+	} else {
+		c.consuming.Store(true)
+		following = start(ctx, func(ctx context.Context) { c.follow(ctx, p) })
+		select {
+		case <-ctx.Done():
+		case <-p.unexpected:
+			runErr = ErrConsumeStopped
+		}
+		c.consuming.Store(false)
 	}
-	c.consuming.Store(false)
 
-	// The stop, step by step in the order it runs. Every hand-back, its
-	// record included, ends by HandBackGrace past the stop's deadline.
+	// The stop, step by step in the order it runs (a consumer that never
+	// pulled runs it too: nothing is buffered, parked or held). Every
+	// hand-back, its record included, ends by HandBackGrace past the stop's
+	// deadline.
 	stopBy := c.now().Add(c.o.ShutdownTimeout)
-	defer time.AfterFunc(c.o.ShutdownTimeout, cutNow).Stop()
-	defer time.AfterFunc(c.o.ShutdownTimeout+HandBackGrace, giveUpNow).Stop()
+	over := life.countdown(c.o.ShutdownTimeout)
 	// 1. Stop following the breaker and the park: pulling is not resumed.
 	following.stop()
 	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
 	//    which hands them to the workers (or parks them while the breaker
-	//    is open); once cut has ended, it hands them back.
+	//    is open); once hard has ended, it hands them back.
 	if !p.pause(stopBy.Sub(c.now()) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
@@ -364,15 +353,50 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// 4. Give the held reads back with the rest of their delay, and hand
 	//    the parked ones back.
 	held := c.retries.release()
-	parked := c.park.release(func(d *delivery, why error) { c.handBackUnhandled(giveUp, d, why) })
+	parked := c.park.release(func(d *delivery, why error) { c.handBackUnhandled(life.giveUp, d, why) })
 	if held+parked > 0 {
 		c.log.Info("held and parked reads handed back to the server", slog.Int("held", held), slog.Int("parked", parked))
 	}
 	// 5. Stop the keep-alives (nothing is left to keep alive) and the rest
-	//    of the background, then the breaker's timer.
+	//    of the background, then the breaker's timer; the stop is over.
 	background.stop()
 	c.breaker.Stop()
+	over()
 	return runErr
+}
+
+// lifetimes are the three ends of a run, named once and handed together
+// to the workers and the dispatcher:
+//   - graceful, the caller's context: when it ends, the stop begins; a read
+//     waiting for the breaker or the limit is handed back, a call in
+//     flight goes on.
+//   - hard ends when the stop has run out of time (ShutdownTimeout after it
+//     began): calls still in flight are cut and their reads handed back.
+//   - giveUp ends HandBackGrace after hard: a hand-back no longer waits for
+//     the records bucket, so the stop ends even with it down.
+type lifetimes struct {
+	graceful, hard, giveUp context.Context
+	endHard, endGiveUp     context.CancelFunc
+}
+
+func newLifetimes(ctx context.Context) lifetimes {
+	base := context.WithoutCancel(ctx)
+	hard, endHard := context.WithCancel(base)
+	giveUp, endGiveUp := context.WithCancel(base)
+	return lifetimes{graceful: ctx, hard: hard, giveUp: giveUp, endHard: endHard, endGiveUp: endGiveUp}
+}
+
+// countdown starts the stop's clock: hard ends in timeout, giveUp
+// HandBackGrace later. over ends both at once, when the stop is over.
+func (l lifetimes) countdown(timeout time.Duration) (over func()) {
+	toHard := time.AfterFunc(timeout, l.endHard)
+	toGiveUp := time.AfterFunc(timeout+HandBackGrace, l.endGiveUp)
+	return func() {
+		toHard.Stop()
+		toGiveUp.Stop()
+		l.endHard()
+		l.endGiveUp()
+	}
 }
 
 // HandBackGrace is how long the stop waits, past its deadline, for the
@@ -394,7 +418,7 @@ const HandBackGrace = 5 * time.Second
 // much longer than SpillAfter, whatever the workers wait for (the breaker,
 // the concurrency limit, a slow downstream). follow stops pulling while
 // the park is full.
-func (c *Consumer) dispatcher(pool *workers, cut, giveUp context.Context) jetstream.MessageHandler {
+func (c *Consumer) dispatcher(pool *workers, life lifetimes) jetstream.MessageHandler {
 	var blockedSince time.Time // zero while dispatch keeps returning at once
 	spill := time.NewTimer(time.Hour)
 	spill.Stop()
@@ -432,9 +456,9 @@ func (c *Consumer) dispatcher(pool *workers, cut, giveUp context.Context) jetstr
 				c.park.add(d)
 				blockedSince = time.Time{}
 				return
-			case <-cut.Done():
+			case <-life.hard.Done():
 				spill.Stop()
-				c.handBackUnhandled(giveUp, d, errStopping)
+				c.handBackUnhandled(life.giveUp, d, errStopping)
 				return
 			case <-changed:
 				spill.Stop()

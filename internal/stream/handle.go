@@ -32,10 +32,11 @@ var errStopping = fmt.Errorf("%w: the read is handed back", classify.ErrShutdown
 // from what is known of it, and handle carries it out; the steps that learn
 // something (the call, the dead-letter decision written to the record, the
 // copy) are followed by decide once more, and the last fate is settle's.
-// graceful ends when a graceful stop starts; hard ends when the stop has
-// run out of time; giveUp ends when the stop's grace is over (a hand-back
-// then no longer waits for the records bucket).
-func (c *Consumer) handle(graceful, hard, giveUp context.Context, d *delivery, w *watch) {
+// Each step runs within the run's lifetimes (see lifetimes): a wait for the
+// breaker or the limit ends with the graceful one, the work of the
+// delivery with the hard one, a hand-back with giveUp.
+func (c *Consumer) handle(life lifetimes, d *delivery, w *watch) {
+	graceful, hard, giveUp := life.graceful, life.hard, life.giveUp
 	start := c.now()
 	c.m.inFlight.Inc()
 	defer c.m.inFlight.Dec()

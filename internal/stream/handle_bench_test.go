@@ -27,7 +27,7 @@ func BenchmarkHandle(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg.data)))
 	for b.Loop() {
-		c.handle(ctx, ctx, ctx, owned(msg), s)
+		c.handle(lifetimes{graceful: ctx, hard: ctx, giveUp: ctx}, owned(msg), s)
 	}
 }
 
@@ -49,7 +49,7 @@ func BenchmarkHandleParallel(b *testing.B) {
 		s := c.keep.watches[int(i)%len(c.keep.watches)]
 		msg := benchMsg(uint64(i))
 		for pb.Next() {
-			c.handle(ctx, ctx, ctx, owned(msg), s)
+			c.handle(lifetimes{graceful: ctx, hard: ctx, giveUp: ctx}, owned(msg), s)
 		}
 	})
 }

@@ -145,7 +145,7 @@ func TestSettlementCarriedOut(t *testing.T) {
 			})
 			require.NoError(t, err)
 
-			c.handle(graceful, hard, t.Context(), owned(msg), c.keep.watches[0])
+			c.handle(lifetimes{graceful: graceful, hard: hard, giveUp: t.Context()}, owned(msg), c.keep.watches[0])
 
 			assert.Equal(t, tt.want, msg.settled())
 			assert.Equal(t, tt.wantHeld, c.keep.size() == 1, "held for a retry")
@@ -196,7 +196,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.handle(graceful, t.Context(), t.Context(), owned(msg), c.keep.watches[0])
+		c.handle(lifetimes{graceful: graceful, hard: t.Context(), giveUp: t.Context()}, owned(msg), c.keep.watches[0])
 	}()
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
 	stop()
@@ -226,7 +226,7 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)
 	began := time.Now()
-	c.handle(t.Context(), t.Context(), t.Context(), owned(msg), c.keep.watches[0])
+	c.handle(lifetimes{graceful: t.Context(), hard: t.Context(), giveUp: t.Context()}, owned(msg), c.keep.watches[0])
 	ended := time.Now()
 
 	// The copy's deadline is the delivery's: the handler timeout from when

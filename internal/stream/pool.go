@@ -43,21 +43,21 @@ type workers struct {
 	*group
 }
 
-// startWorkers starts the pool; graceful, cut and giveUp are handle's
-// contexts.
-func (c *Consumer) startWorkers(graceful, cut, giveUp context.Context) *workers {
+// startWorkers starts the pool, its lifetime the run's graceful one; each
+// read is handled within the run's lifetimes.
+func (c *Consumer) startWorkers(life lifetimes) *workers {
 	p := &workers{work: make(chan *delivery)}
 	fns := make([]func(context.Context), 0, len(c.keep.watches))
 	for _, w := range c.keep.watches {
 		fns = append(fns, func(quit context.Context) {
 			for {
 				if d, ok := c.park.take(); ok {
-					c.handle(graceful, cut, giveUp, d, w)
+					c.handle(life, d, w)
 					continue
 				}
 				select {
 				case d := <-p.work:
-					c.handle(graceful, cut, giveUp, d, w)
+					c.handle(life, d, w)
 				case <-c.park.wakeWorker:
 				case <-quit.Done():
 					return
@@ -65,6 +65,6 @@ func (c *Consumer) startWorkers(graceful, cut, giveUp context.Context) *workers 
 			}
 		})
 	}
-	p.group = start(graceful, fns...)
+	p.group = start(life.graceful, fns...)
 	return p
 }
