@@ -1,7 +1,7 @@
-//go:build benchload
+//go:build load
 
 // The scenarios run whole with tiny sizes: load tests, kept out of the unit
-// suite (go test -tags benchload ./internal/bench). CI's
+// suite (go test -tags load ./internal/bench). CI's
 // "consumer-bench --smoke" runs every scenario's machinery too.
 package bench_test
 
