@@ -93,9 +93,8 @@ type Config struct {
 	ProcessProfileFor time.Duration
 
 	// Binary is the consumer binary the process scenario runs as a child
-	// ("" skips the scenario); BinaryEnv is added to its environment.
-	Binary    string
-	BinaryEnv []string
+	// ("" skips the scenario).
+	Binary string
 	// NATSServer is the nats-server binary the process scenario runs (""
 	// skips it): BuildNATSServer builds one.
 	NATSServer string

@@ -74,7 +74,6 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 			args = append(args, "--pprof-addr", pprofAddr)
 		}
 		cmd = exec.Command(p.cfg.Binary, args...)
-		cmd.Env = append(os.Environ(), p.cfg.BinaryEnv...)
 	} else {
 		args := append(slices.Clone(p.cfg.Bare[1:]), "--nats-url", e.url, "--stream", e.topo.Stream, "--durable", durable,
 			"--url", p.eng.URL, "--workers", strconv.Itoa(processWorkers), "--pull", strconv.Itoa(processBarePull),
