@@ -336,12 +336,13 @@ func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error
 // decide says of a stop (or drops it, its lease lost): its record is looked
 // up first, within ctx, in case an earlier version wrote it.
 func (c *Consumer) handBackUnhandled(ctx context.Context, d *delivery, why error) {
+	d.start = c.now()
 	md, err := d.msg.Metadata()
 	if err != nil {
 		c.settle(ctx, ctx, d, decide(situation{noMetadata: true}))
 		return
 	}
-	d.md, d.start = md, c.now()
+	d.md = md
 	s := situation{called: true, stopped: why}
 	if d.lost(fateHandBack.String()) {
 		s.lost = true
