@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,38 +24,27 @@ import (
 // an HTTP transport in this process.
 const maxReplicas = 64
 
-// productionOptions are pipelineOptions with what the binary adds with its
-// defaults: the breaker, the records bucket of topo's durable, the
-// dead-letter duplicate window, the adaptive limit and the retry budget
-// (the limit returned too). Its metrics go on reg, its random sources are
-// seeded from seed.
-func productionOptions(ctx context.Context, js jetstream.JetStream, topo topology.Topology, sink boundedSink,
-	reg *prometheus.Registry, seed uint64) (stream.Options, *limit.Limiter, error) {
-	o := pipelineOptions(js, topo, sink, 0)
-	o.Metrics = stream.NewMetrics(reg)
-	o.Rand = retry.NewRand(seed)
-	o.Breaker = service.BreakerOptions(config.Default().Breaker)
-	o.DeadLetterWindow = config.Default().DLQ.Duplicates
-	kv, err := js.KeyValue(ctx, topo.Bucket())
-	if err != nil {
-		return o, nil, fmt.Errorf("records bucket: %w", err)
+// replicaConfig is a replica's configuration: the binary's defaults, the
+// retry policy given (when set), and the bench's 10s stop.
+func replicaConfig(policy retry.Policy) config.Config {
+	cfg := config.Default()
+	if policy != (retry.Policy{}) {
+		cfg.Retry.Base, cfg.Retry.Cap, cfg.Retry.MaxAttempts, cfg.Retry.MaxServerWait = policy.Base, policy.Cap, policy.MaxAttempts, policy.MaxServerWait
 	}
-	o.Records = stream.KVRecords{KV: kv}
-	lim, b, err := service.Controls(config.Default())
-	o.Limiter, o.Budget = lim, b
-	return o, lim, err
+	cfg.Shutdown.Timeout = 10 * time.Second
+	return cfg
 }
 
 // fleetSpec is a fleet of replicas on one durable, each an independent
-// pipeline with the production options: its own connection, HTTP sink,
-// breaker, records, limit and retry budget.
+// pipeline built as the binary builds it (service.Pipeline): its own
+// connection, HTTP sink, breaker, records, limit and retry budget.
 type fleetSpec struct {
 	replicas int
 	url      string
 	seed     uint64
-	// policy, when set, replaces the retry policy of the production
-	// options; log, when set, receives each replica's log records (at the
-	// levels it enables) instead of the JSON logger writing nowhere.
+	// policy, when set, replaces the retry policy of the defaults; log,
+	// when set, receives each replica's log records (at the levels it
+	// enables) instead of the JSON logger writing nowhere.
 	policy retry.Policy
 	log    slog.Handler
 }
@@ -81,20 +71,23 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 			reg := prometheus.NewRegistry()
 			var lim *limit.Limiter
 			var one *running
-			one, err = startOne(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i), func(js jetstream.JetStream) (stream.Options, error) {
+			one, err = startOne(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i), func(nc *nats.Conn, js jetstream.JetStream) (*stream.Consumer, func(), error) {
+				set, err := topology.Lookup(ctx, js, topo)
+				if err != nil {
+					return nil, nil, err
+				}
 				sink, err := httpSink(spec.url)
 				if err != nil {
-					return stream.Options{}, err
+					return nil, nil, err
 				}
-				var o stream.Options
-				o, lim, err = productionOptions(ctx, js, topo, sink, reg, spec.seed+uint64(i))
-				if spec.policy != (retry.Policy{}) {
-					o.Policy = spec.policy
-				}
+				logger := discardLogger()
 				if spec.log != nil {
-					o.Logger = slog.New(spec.log)
+					logger = slog.New(spec.log)
 				}
-				return o, err
+				var c *stream.Consumer
+				c, lim, err = service.Pipeline(replicaConfig(spec.policy), service.Parts{Conn: nc, JS: js, Set: set, Sink: sink,
+					Registry: reg, Logger: logger, Rand: retry.NewRand(spec.seed + uint64(i))})
+				return c, sink.CloseIdle, err
 			})
 			if err != nil {
 				return

@@ -69,8 +69,8 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 }
 
 // pipelineOptions are the binary's options (service.PipelineOptions of
-// config.Default()) around sink, without the breaker (productionOptions and
-// the overhead row add it): real metrics on a fresh registry, a JSON logger
+// config.Default()) around sink, without the breaker (the overhead's
+// +breaker row adds it), the records, the limit or the budget: real metrics on a fresh registry, a JSON logger
 // at info writing nowhere, a 10s stop. pull 0 keeps the default
 // (stream.AutoPullBatch).
 func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink boundedSink, pull int) stream.Options {
@@ -80,8 +80,14 @@ func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink bounde
 	o.Sink, o.SinkTimeout = sink, sink.Timeout()
 	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream, Timeout: config.Default().DLQ.PublishTimeout()})
 	o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
-	o.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	o.Logger = discardLogger()
 	return o
+}
+
+// discardLogger is the bench's pipelines' logger: JSON at info, as the
+// binary logs, writing nowhere.
+func discardLogger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // httpConcurrency is the calls in flight of the HTTP sink and of the bare
@@ -118,25 +124,33 @@ var noop boundedSink = downstream.Discard{}
 // connections closed when the consumer stops.
 func ours(e *env, build func(js jetstream.JetStream) (stream.Options, error)) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideConsumer, func(ctx context.Context) { r, err = startOne(ctx, e, durable, "bench-ours", build) })
+		labelled(ctx, sideConsumer, func(ctx context.Context) {
+			r, err = startOne(ctx, e, durable, "bench-ours", func(_ *nats.Conn, js jetstream.JetStream) (*stream.Consumer, func(), error) {
+				o, err := build(js)
+				if err != nil {
+					return nil, nil, err
+				}
+				closeIdle := func() {}
+				if idle, ok := o.Sink.(interface{ CloseIdle() }); ok {
+					closeIdle = idle.CloseIdle
+				}
+				c, err := stream.New(o)
+				return c, closeIdle, err
+			})
+		})
 		return r, err
 	}
 }
 
-// startOne connects as name, builds a consumer with build's options and
-// runs it on durable.
+// startOne connects as name, builds a consumer with build and runs it on
+// durable; build's cleanup runs once the consumer has stopped.
 func startOne(ctx context.Context, e *env, durable, name string,
-	build func(js jetstream.JetStream) (stream.Options, error)) (*running, error) {
+	build func(nc *nats.Conn, js jetstream.JetStream) (c *stream.Consumer, cleanup func(), err error)) (*running, error) {
 	nc, js, cons, err := connect(ctx, e, name, durable)
 	if err != nil {
 		return nil, err
 	}
-	o, err := build(js)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	c, err := stream.New(o)
+	c, cleanup, err := build(nc, js)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
@@ -154,9 +168,7 @@ func startOne(ctx context.Context, e *env, durable, name string,
 		once.Do(func() {
 			cancel()
 			stopErr = errors.Join(<-done, drainConn(nc, 10*time.Second))
-			if idle, ok := o.Sink.(interface{ CloseIdle() }); ok {
-				idle.CloseIdle()
-			}
+			cleanup()
 		})
 		return stopErr
 	}}, nil
