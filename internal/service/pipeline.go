@@ -34,7 +34,10 @@ type Parts struct {
 	Conn *nats.Conn
 	JS   jetstream.JetStream
 	// Set is the durable's set-up: its ack wait and pull batch, its
-	// records bucket, the dead-letter stream's window and largest copy.
+	// records bucket, the dead-letter stream's window and largest copy. A
+	// Set.Records without a bucket (KV nil) keeps no records: the pipeline
+	// then counts every delivery as an attempt (stream.Options.Records
+	// nil), as the bench's pipelines without records do.
 	Set      *topology.Setup
 	Sink     Sink
 	Registry prometheus.Registerer
@@ -61,7 +64,10 @@ func Pipeline(cfg config.Config, p Parts) (*stream.Consumer, *limit.Limiter, err
 	o.Sink, o.SinkTimeout = p.Sink, p.Sink.Timeout()
 	o.DeadLetter = dlq.NewPublisher(p.JS, dlq.PublisherOptions{Prefix: cfg.DLQ.Prefix, Stream: cfg.DLQ.Stream, Timeout: cfg.DLQ.PublishTimeout(),
 		MaxSize: copyLimit(int(p.Conn.MaxPayload()), p.Set.MaxCopySize), Truncate: p.Set.KeepsReads})
-	o.DeadLetterWindow, o.Records = p.Set.DeadLetterWindow, p.Set.Records
+	o.DeadLetterWindow = p.Set.DeadLetterWindow
+	if p.Set.Records.KV != nil {
+		o.Records = p.Set.Records
+	}
 	o.Metrics, o.Logger, o.Rand = stream.NewMetrics(p.Registry), p.Logger, p.Rand
 	o.Limiter, o.Budget, o.Conn = lim, budg, p.Conn
 	c, err := stream.New(o)

@@ -1,7 +1,10 @@
 package service_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -10,8 +13,10 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/budget"
+	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
@@ -129,6 +134,89 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.option, func(t *testing.T) {
 			assert.Error(t, tt.build(), "%s zero: filled in by a default of the package's own", tt.option)
+		})
+	}
+}
+
+// Pipeline refuses a handler timeout the durable's ack wait does not
+// exceed, naming the settings, before it builds anything.
+func TestPipelineRefusesAHandlerTimeoutTheAckWaitDoesNotExceed(t *testing.T) {
+	for _, handler := range []time.Duration{2 * time.Second, 3 * time.Second} {
+		cfg := config.Default()
+		cfg.Consumer.HandlerTimeout = handler
+		c, lim, err := service.Pipeline(cfg, service.Parts{Set: &topology.Setup{AckWait: 2 * time.Second}, Sink: downstream.Discard{}})
+		require.Error(t, err, "handler timeout %s", handler)
+		assert.Nil(t, c)
+		assert.Nil(t, lim)
+		assert.Contains(t, err.Error(), "consumer.handler_timeout ("+handler.String()+") must be shorter than the durable's ack wait (2s)")
+	}
+}
+
+// refusing is a sink the rate engine refuses every read on for good (422).
+type refusing struct{}
+
+func (refusing) Deliver(context.Context, meter.Read) error {
+	return classify.NewPermanent(classify.CauseHTTP422, errors.New("422"))
+}
+func (refusing) Timeout() time.Duration { return time.Second }
+
+// A set-up whose records have no bucket (Records.KV nil) builds a pipeline
+// that keeps no records and still settles: a read refused for good is
+// dead-lettered and TERMed, its decision written nowhere. With the
+// durable's bucket the same decision is on record.
+func TestPipelineWithoutARecordsBucketKeepsNoRecords(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		records bool
+	}{{"the durable's bucket", true}, {"no bucket", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := natstest.Run(t)
+			nc, js := natstest.Connect(t, s)
+			cfg := config.Default()
+			set, err := topology.Ensure(t.Context(), js, service.Topology(cfg))
+			require.NoError(t, err)
+			bucket := set.Records.KV
+			if !tt.records {
+				set.Records = stream.KVRecords{}
+			}
+			reg := prometheus.NewRegistry()
+			c, lim, err := service.Pipeline(cfg, service.Parts{Conn: nc, JS: js, Set: set, Sink: refusing{}, Registry: reg, Rand: retry.NewRand(1)})
+			require.NoError(t, err)
+			assert.NotNil(t, lim, "downstream.adaptive is true by default")
+			_, err = js.Publish(t.Context(), "meter.reads.test", []byte(`{"meter_id":"MTR-1","read_at":"2026-11-30T07:00:00Z","quantity":"1.5","unit":"kWh"}`))
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx, set.Consumer) }()
+			require.Eventually(t, func() bool {
+				info, err := set.Consumer.Info(t.Context())
+				return err == nil && info.AckFloor.Stream == 1
+			}, 10*time.Second, 20*time.Millisecond, "the read is settled")
+			cancel()
+			require.NoError(t, <-done)
+			dl, err := js.Stream(t.Context(), cfg.DLQ.Stream)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), dl.CachedInfo().State.Msgs, "the dead-letter copy")
+			keys, err := bucket.ListKeys(t.Context())
+			require.NoError(t, err)
+			var n int
+			for range keys.Keys() {
+				n++
+			}
+			if tt.records {
+				assert.Equal(t, 1, n, "the decision on record")
+			} else {
+				assert.Zero(t, n, "nothing on record")
+			}
+			mfs, err := reg.Gather()
+			require.NoError(t, err)
+			for _, mf := range mfs {
+				if mf.GetName() == "meter_consumer_record_errors_total" {
+					for _, m := range mf.GetMetric() {
+						assert.Zero(t, m.GetCounter().GetValue(), "record errors")
+					}
+				}
+			}
 		})
 	}
 }
