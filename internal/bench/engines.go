@@ -174,12 +174,16 @@ var joinEngine = EngineSpec{Servers: 2, ServiceTime: 20 * time.Millisecond, Jitt
 func runEngines(ctx context.Context, e *env, cfg Config) (*Engines, error) {
 	out := &Engines{N: cfg.EnginesN, CapacityN: cfg.EnginesCapacityN, Rate: cfg.EnginesRate, Down: cfg.EnginesDown,
 		JoinFor: cfg.EnginesJoinFor, ThrottleWait: cfg.EnginesThrottleWait}
-	for pi, p := range cfg.EnginesPolicies {
+	for _, p := range cfg.EnginesPolicies {
 		t0 := time.Now()
-		m := &matrix{ctx: ctx, e: e, cfg: cfg, p: p, seed: cfg.Seed + uint64(pi+1)<<40}
+		// Seeds are the policy's and the cell's place in the whole matrix,
+		// so that a cell run alone (EnginesCells, EnginesPolicies) draws
+		// what it draws in a full run.
+		m := &matrix{ctx: ctx, e: e, cfg: cfg, p: p, seed: cfg.Seed + uint64(slices.Index(EnginesPolicyNames(), p.Name)+1)<<40}
 		run := EnginesRun{Policy: p}
 		for _, c := range m.cells() {
 			if !cellChosen(c.name, cfg.EnginesCells) {
+				m.n++ // its turn, as in a full run
 				continue
 			}
 			cell, err := c.run()
