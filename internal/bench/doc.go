@@ -7,9 +7,10 @@
 // JetStream (storing in a temporary directory) and meter reads published to
 // it:
 //
-//   - overhead: the full pipeline (stream.New + Run, a no-op sink, real
-//     metrics and a JSON logger) against a bare jetstream Consume loop that
-//     only acks, at several pull sizes;
+//   - overhead: the pipeline as the binary builds it (service.Pipeline,
+//     without the breaker, the adaptive limit, the retry budget and the
+//     records; a no-op sink, real metrics and a JSON logger) against a bare
+//     jetstream Consume loop that only acks, at several pull sizes;
 //   - storm: reads that all fail once at the same time, redelivered with full
 //     jitter or with a fixed delay (NakWithDelay), and how peaky the
 //     redeliveries are;
@@ -24,10 +25,11 @@
 //     once to the long tail, one account throttled (429, Retry-After: 60),
 //     40% of all calls failed at random whatever the load, a replica
 //     joining an engine kept full by four other clients, and an engine down
-//     for 10s; each cell drained by the production pipeline (startFleet,
-//     productionOptions), after a bare HTTP client (bareRetrier) on the
-//     same backlog and engine shape where its target is a share of the
-//     bare client's goodput, and judged against its target;
+//     for 10s; each cell drained by the production pipeline (startFleet:
+//     service.Pipeline of config.Default()), after a bare HTTP client
+//     (bareRetrier) on the same backlog and engine shape where its target
+//     is a share of the bare client's goodput, and judged against its
+//     target;
 //   - process: the consumer binary and a bare consumer (Consume with a pull
 //     of 500, 32 workers POSTing each body with its key, Ack), each run as
 //     a process of its own, alternately, against a nats-server process (not
@@ -37,6 +39,12 @@
 //
 // What the fault suite (internal/reliability) checks, outages and the retry
 // budget, and what internal/audit's tests check, is not measured here.
+//
+// Every consumer of ours the bench runs is built by service.Pipeline, the
+// binary's own wiring, from a configuration (see product); the overhead's,
+// the storm's and the steady's run without the breaker (but the overhead's
+// +breaker row), the adaptive limit, the retry budget and the records
+// (isolatedConfig), as the runs before those were added did.
 //
 // Run returns a Report; WriteTable prints it; cmd/consumer-bench is the
 // command. Every random source that can be is seeded from Config.Seed. The

@@ -8,16 +8,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
-	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/stream"
-	"github.com/meterline/meter-consumer/internal/topology"
 )
 
 // maxReplicas bounds a fleet: each replica is a connection, 32 workers and
@@ -62,43 +57,16 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 	// Apart, the fleet's time starts before the first replica connects:
 	// its set-up counts against it.
 	f := &fleet{started: time.Now()}
-	topo := e.topo
-	topo.Durable = durable
 	var rs []*running
-	var err error
-	labelled(ctx, sideConsumer, func(ctx context.Context) {
-		for i := range spec.replicas {
-			reg := prometheus.NewRegistry()
-			var lim *limit.Limiter
-			var one *running
-			one, err = startOne(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i), func(nc *nats.Conn, js jetstream.JetStream) (*stream.Consumer, func(), error) {
-				set, err := topology.Lookup(ctx, js, topo)
-				if err != nil {
-					return nil, nil, err
-				}
-				sink, err := httpSink(spec.url)
-				if err != nil {
-					return nil, nil, err
-				}
-				logger := discardLogger()
-				if spec.log != nil {
-					logger = slog.New(spec.log)
-				}
-				var c *stream.Consumer
-				c, lim, err = service.Pipeline(replicaConfig(spec.policy), service.Parts{Conn: nc, JS: js, Set: set, Sink: sink,
-					Registry: reg, Logger: logger, Rand: retry.NewRand(spec.seed + uint64(i))})
-				return c, sink.CloseIdle, err
-			})
-			if err != nil {
-				return
-			}
-			rs = append(rs, one)
-			f.regs = append(f.regs, reg)
-			f.limiters = append(f.limiters, lim)
+	for i := range spec.replicas {
+		p := product{cfg: replicaConfig(spec.policy), sink: httpSinks(spec.url), log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
+		c, err := p.start(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i))
+		if err != nil {
+			return nil, joinStop(err, stopAll(rs))
 		}
-	})
-	if err != nil {
-		return nil, joinStop(err, stopAll(rs))
+		rs = append(rs, c.running)
+		f.regs = append(f.regs, c.registry)
+		f.limiters = append(f.limiters, c.limiter)
 	}
 	f.running = stopAll(rs)
 	return f, nil

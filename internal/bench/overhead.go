@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/service"
-	"github.com/meterline/meter-consumer/internal/stream"
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // Overhead compares the pipeline with a bare Consume loop that only acks.
@@ -68,13 +64,9 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 				return nil, err
 			}
 			decodeRuns = append(decodeRuns, r)
-			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, func(js jetstream.JetStream) (stream.Options, error) {
-				o := pipelineOptions(js, e.topo, noop, row.Pull)
-				if row.Breaker {
-					o.Breaker = service.BreakerOptions(config.Default().Breaker) // the binary's defaults
-				}
-				return o, nil
-			}))
+			pc := isolatedConfig(row.Pull, retry.Policy{})
+			pc.Breaker.Enabled = row.Breaker // with the binary's defaults
+			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, product{cfg: pc, sink: noop}))
 			if err != nil {
 				return nil, err
 			}

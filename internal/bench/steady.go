@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/retry"
-	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // Steady is a steady publish rate of which 20% of the reads (by key hash)
@@ -80,15 +76,7 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	}
 	defer e.drop(context.WithoutCancel(ctx), durable)
 	naks := newNakCapture()
-	start := ours(e, func(js jetstream.JetStream) (stream.Options, error) {
-		sink, err := httpSink(re.URL)
-		if err != nil {
-			return stream.Options{}, err
-		}
-		o := pipelineOptions(js, e.topo, sink, 0)
-		o.Logger = slog.New(naks)
-		return o, nil
-	})
+	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), sink: httpSinks(re.URL), log: naks})
 	if serverSide {
 		sink, serr := httpSink(re.URL)
 		if serr != nil {

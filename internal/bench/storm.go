@@ -10,7 +10,6 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
-	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // Storm is a backlog of reads that all fail once with a 503, redelivered
@@ -50,15 +49,8 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 	}
 	out := &Storm{N: cfg.StormN, MaxAckPending: stormMaxAckPending, Band: stormDelay, Window: spreadWindow}
 	jitter := func(url string) starter {
-		return ours(e, func(js jetstream.JetStream) (stream.Options, error) {
-			sink, err := httpSink(url)
-			if err != nil {
-				return stream.Options{}, err
-			}
-			o := pipelineOptions(js, e.topo, sink, 0)
-			o.Policy = retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}
-			return o, nil
-		})
+		pc := isolatedConfig(0, retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6})
+		return ours(e, product{cfg: pc, sink: httpSinks(url)})
 	}
 	fixed := func(url string) starter { return nakWithDelay(e, url, stormDelay) }
 	for _, v := range []struct {

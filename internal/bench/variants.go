@@ -15,8 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meterline/meter-consumer/config"
-	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/limit"
+	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
@@ -68,20 +69,34 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 	return nc, js, cons, nil
 }
 
-// pipelineOptions are the binary's options (service.PipelineOptions of
-// config.Default()) around sink, without the breaker (the overhead's
-// +breaker row adds it), the records, the limit or the budget: real metrics on a fresh registry, a JSON logger
-// at info writing nowhere, a 10s stop. pull 0 keeps the default
-// (stream.AutoPullBatch).
-func pipelineOptions(js jetstream.JetStream, topo topology.Topology, sink boundedSink, pull int) stream.Options {
-	o := service.PipelineOptions(config.Default())
-	o.Breaker = nil
-	o.PullBatch, o.AckWait, o.ShutdownTimeout = pull, topo.AckWait, 10*time.Second
-	o.Sink, o.SinkTimeout = sink, sink.Timeout()
-	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: topo.DLQPrefix, Stream: topo.DLQStream, Timeout: config.Default().DLQ.PublishTimeout()})
-	o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
-	o.Logger = discardLogger()
-	return o
+// product is a consumer as the binary builds it: service.Pipeline of a
+// configuration and its parts, on a connection of its own.
+type product struct {
+	cfg config.Config
+	// sink makes the consumer's sink, a fresh one each start; one with
+	// CloseIdle has its idle connections closed when the consumer stops.
+	sink func() (service.Sink, error)
+	// log, when set, receives the consumer's log records (at the levels it
+	// enables) instead of the JSON logger at info writing nowhere.
+	log slog.Handler
+	// rand is the consumer's random source (nil: seeded from the clock).
+	rand retry.Source
+	// records: the consumer keeps its records in the durable's bucket, as
+	// the binary does; without, it keeps none.
+	records bool
+}
+
+// isolatedConfig is the configuration of the overhead, storm and steady
+// scenarios' consumers: replicaConfig's, pulling pull reads at a time (0:
+// stream.AutoPullBatch), without the breaker (the overhead's +breaker row
+// turns it on), the adaptive limit and the retry budget; and they run
+// without records. Their figures so compare with the runs made before
+// those controls were added.
+func isolatedConfig(pull int, policy retry.Policy) config.Config {
+	cfg := replicaConfig(policy)
+	cfg.Consumer.PullBatch = pull
+	cfg.Breaker.Enabled, cfg.Downstream.Adaptive, cfg.Retry.BudgetPercent = false, false, 0
+	return cfg
 }
 
 // discardLogger is the bench's pipelines' logger: JSON at info, as the
@@ -108,50 +123,77 @@ func httpSink(url string) (*downstream.HTTP, error) {
 	return h, nil
 }
 
-// boundedSink is a sink that bounds each of its calls itself, as the
-// production HTTP sink does: the pipeline is told so (SinkTimeout) and
-// adds no timeout of its own, exactly as in production.
-type boundedSink interface {
-	downstream.Sink
-	Timeout() time.Duration
+// httpSinks makes an HTTP sink to url for each start of a product.
+func httpSinks(url string) func() (service.Sink, error) {
+	return func() (service.Sink, error) { return httpSink(url) }
 }
 
-// noop is the sink of the overhead scenario: the product's own no-op sink.
-var noop boundedSink = downstream.Discard{}
+// noop makes the sink of the overhead scenario: the product's own no-op
+// sink, which reports the bound of its calls as the HTTP sink does.
+func noop() (service.Sink, error) { return downstream.Discard{}, nil }
 
-// ours starts one consumer (stream.New + Run) on its own connection on the
-// durable; build returns its options. A sink with CloseIdle has its idle
-// connections closed when the consumer stops.
-func ours(e *env, build func(js jetstream.JetStream) (stream.Options, error)) starter {
-	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideConsumer, func(ctx context.Context) {
-			r, err = startOne(ctx, e, durable, "bench-ours", func(_ *nats.Conn, js jetstream.JetStream) (*stream.Consumer, func(), error) {
-				o, err := build(js)
-				if err != nil {
-					return nil, nil, err
-				}
-				closeIdle := func() {}
-				if idle, ok := o.Sink.(interface{ CloseIdle() }); ok {
-					closeIdle = idle.CloseIdle
-				}
-				c, err := stream.New(o)
-				return c, closeIdle, err
-			})
-		})
-		return r, err
+// ours starts p's consumer on the durable, named bench-ours.
+func ours(e *env, p product) starter {
+	return func(ctx context.Context, durable string) (*running, error) {
+		c, err := p.start(ctx, e, durable, "bench-ours")
+		if err != nil {
+			return nil, err
+		}
+		return c.running, nil
 	}
 }
 
-// startOne connects as name, builds a consumer with build and runs it on
-// durable; build's cleanup runs once the consumer has stopped.
-func startOne(ctx context.Context, e *env, durable, name string,
-	build func(nc *nats.Conn, js jetstream.JetStream) (c *stream.Consumer, cleanup func(), err error)) (*running, error) {
-	nc, js, cons, err := connect(ctx, e, name, durable)
+// consumer is a product running.
+type consumer struct {
+	*running
+	limiter  *limit.Limiter // nil when downstream.adaptive is off
+	registry *prometheus.Registry
+}
+
+// start connects as name, looks the durable up as the binary does
+// (topology.Lookup of its configuration's topology), builds p's consumer
+// with service.Pipeline and runs it on durable.
+func (p product) start(ctx context.Context, e *env, durable, name string) (c *consumer, err error) {
+	labelled(ctx, sideConsumer, func(ctx context.Context) { c, err = p.startLabelled(ctx, e, durable, name) })
+	return c, err
+}
+
+func (p product) startLabelled(ctx context.Context, e *env, durable, name string) (*consumer, error) {
+	nc, js, _, err := connect(ctx, e, name, durable)
 	if err != nil {
 		return nil, err
 	}
-	c, cleanup, err := build(nc, js)
+	cfg := p.cfg
+	cfg.Consumer.Durable = durable
+	set, err := topology.Lookup(ctx, js, service.Topology(cfg))
 	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if !p.records {
+		set.Records = stream.KVRecords{}
+	}
+	sink, err := p.sink()
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	cleanup := func() {}
+	if idle, ok := sink.(interface{ CloseIdle() }); ok {
+		cleanup = idle.CloseIdle
+	}
+	logger := discardLogger()
+	if p.log != nil {
+		logger = slog.New(p.log)
+	}
+	rnd := p.rand
+	if rnd == nil {
+		rnd = retry.NewRand(uint64(time.Now().UnixNano()))
+	}
+	reg := prometheus.NewRegistry()
+	pipe, lim, err := service.Pipeline(cfg, service.Parts{Conn: nc, JS: js, Set: set, Sink: sink, Registry: reg, Logger: logger, Rand: rnd})
+	if err != nil {
+		cleanup()
 		nc.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -159,19 +201,19 @@ func startOne(ctx context.Context, e *env, durable, name string,
 	done := make(chan error, 1)
 	ended := make(chan struct{})
 	go func() {
-		done <- c.Run(runCtx, cons)
+		done <- pipe.Run(runCtx, set.Consumer)
 		close(ended)
 	}()
 	var once sync.Once
 	var stopErr error
-	return &running{ended: ended, stop: func() error {
+	return &consumer{limiter: lim, registry: reg, running: &running{ended: ended, stop: func() error {
 		once.Do(func() {
 			cancel()
 			stopErr = errors.Join(<-done, drainConn(nc, 10*time.Second))
 			cleanup()
 		})
 		return stopErr
-	}}, nil
+	}}}, nil
 }
 
 // stopAll joins several running variants into one: it ends when any ends.
