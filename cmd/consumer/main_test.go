@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -224,3 +225,5 @@ func natsConnect(t *testing.T, url string) (func(), jetstream.JetStream) {
 	require.NoError(t, err)
 	return nc.Close, js
 }
+
+func natsDial(url string) (*nats.Conn, error) { return nats.Connect(url) }
