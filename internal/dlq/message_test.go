@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 )
 
@@ -123,4 +125,52 @@ func TestMarkRoundTrip(t *testing.T) {
 	assert.False(t, dlq.IsMark(copyMsg.Header), "a copy is not a mark")
 	_, ok = dlq.ParseMark(copyMsg.Header)
 	assert.False(t, ok)
+}
+
+// BenchmarkBuild builds the dead-letter copy of a read that failed with a
+// 422 and carried three headers, one of them dropped and one moved.
+func BenchmarkBuild(b *testing.B) {
+	e := dlq.Entry{
+		Reason: dlq.ReasonPermanent, Cause: classify.CauseHTTP422,
+		Err:    errors.New("downstream answered 422 Unprocessable Entity: quantity scale exceeds the tariff's"),
+		Stream: "METER_READS", Consumer: "meter-consumer", Subject: "meter.reads.north",
+		Sequence: 1234567, Deliveries: 1, PublishedAt: time.Date(2026, 11, 30, 7, 0, 1, 0, time.UTC),
+		Header: nats.Header{
+			nats.MsgIdHdr:          []string{"head-end-7:000042"},
+			"Nats-Expected-Stream": []string{"METER_READS"},
+			"Head-End":             []string{"north-substation-07"},
+		},
+		Data: []byte(`{"meter_id":"MTR-0000042","read_at":"2026-11-30T07:00:00Z","quantity":"1234.567","unit":"kWh"}`),
+	}
+	now := time.Date(2026, 11, 30, 7, 5, 0, 0, time.UTC)
+	b.ReportAllocs()
+	for b.Loop() {
+		if m := dlq.Build("meter.dlq", e, now); m.Subject == "" {
+			b.Fatal("no subject")
+		}
+	}
+}
+
+// Every header nats-server acts on when a message is published is left off
+// a copy: the list is the server's own constants, not one written from
+// memory.
+func TestServerHeadersAreTheServersOwn(t *testing.T) {
+	acted := []string{
+		server.JSMsgId, server.JSExpectedStream, server.JSExpectedLastSeq, server.JSExpectedLastSubjSeq,
+		server.JSExpectedLastSubjSeqSubj, server.JSExpectedLastMsgId, server.JSStreamSource,
+		server.JSMsgRollup, server.JSMessageTTL, server.JSMarkerReason, server.JSMessageIncr,
+		server.JSMessageCounterSources, server.JSBatchId, server.JSBatchSeq, server.JSBatchCommit,
+		server.JSSchedulePattern, server.JSScheduleTimeZone, server.JSScheduleTTL, server.JSScheduleRollup,
+		server.JSScheduleTarget, server.JSScheduleSource, server.JSScheduler, server.JSScheduleNext,
+		server.JSRequiredApiLevel, server.MsgTraceDest, server.MsgTraceHop, server.MsgTraceOriginAccount,
+		server.MsgTraceOnly, server.KVOperation, server.JSStream, server.JSSequence, server.JSTimeStamp,
+		server.JSSubject, server.JSLastSequence, server.JSNumPending,
+	}
+	for _, h := range acted {
+		assert.True(t, dlq.ServerHeader(h), h)
+	}
+	for _, h := range []string{"X-Head-End", "Traceparent", "Content-Type", "Natsy", "Dlq-Reason", "Idempotency-Key"} {
+		assert.False(t, dlq.ServerHeader(h), h)
+	}
+	assert.True(t, dlq.ServerHeader("nats-batch-id"), "matched without regard to case")
 }
