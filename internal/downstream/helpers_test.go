@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/config"
 )
 
 // pki is a test CA that signs a server certificate for 127.0.0.1 and client
@@ -195,3 +197,6 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+// binaryClassifier classifies statuses as the binary does by default.
+var binaryClassifier, _ = config.Default().Downstream.Classifier()
