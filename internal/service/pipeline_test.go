@@ -220,3 +220,6 @@ func TestPipelineWithoutARecordsBucketKeepsNoRecords(t *testing.T) {
 		})
 	}
 }
+
+// binaryClassifier classifies statuses as the binary does by default.
+var binaryClassifier, _ = config.Default().Downstream.Classifier()
