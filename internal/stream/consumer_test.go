@@ -2,8 +2,10 @@ package stream_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
+	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 const key1 = "MTR-1@2026-11-30T06:01:00Z"
@@ -161,4 +165,101 @@ func TestTheTraceparentGoesOnToTheEngine(t *testing.T) {
 	e.settled(10 * time.Second)
 	assert.Equal(t, tp, e.re.Calls(key1)[0].Header.Get("Traceparent"))
 	assert.Empty(t, e.re.Calls("MTR-2@2026-11-30T06:02:00Z")[0].Header.Get("Traceparent"))
+}
+
+// ledger asserts every published key reached the downstream with a 2xx at
+// least once and nothing was dead-lettered.
+func (e *env) ledgerDelivered(keys []string, ok func(simengine.Call) bool) {
+	e.t.Helper()
+	for _, k := range keys {
+		calls := e.re.Calls(k)
+		delivered := false
+		for _, c := range calls {
+			delivered = delivered || ok(c)
+		}
+		assert.True(e.t, delivered, "read %s was never delivered", k)
+	}
+	assert.Empty(e.t, e.deadLetters())
+}
+
+func TestShutdownWithReadsInFlightLosesNone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		latency  time.Duration
+		shutdown time.Duration
+	}{
+		{"in-flight reads finish", 200 * time.Millisecond, 5 * time.Second},
+		{"past the deadline reads go back", 2 * time.Second, 300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.re.setLatency(tt.latency)
+			o := e.options(21)
+			o.ShutdownTimeout = tt.shutdown
+			o.HandlerTimeout = 3 * time.Second
+			stop := e.start(o)
+
+			var keys []string
+			for i := range 30 {
+				e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+				keys = append(keys, fmt.Sprintf("MTR-%d@2026-11-30T06:%02d:00Z", i, i))
+			}
+			require.Eventually(t, func() bool { return e.re.total() >= 8 }, 10*time.Second, time.Millisecond)
+			began := time.Now()
+			stop()
+			assert.Less(t, time.Since(began), tt.shutdown+2*time.Second, "shutdown is bounded")
+
+			e.re.setLatency(0)
+			e.start(e.options(22))
+			e.settled(15 * time.Second)
+			e.ledgerDelivered(keys, func(c simengine.Call) bool { return c.Status == http.StatusOK })
+		})
+	}
+}
+
+// The pull requests the server gets while a backlog drains: the first
+// asks for the batch, every refill for the batch less the at most
+// RefillAt-1 reads still in the client buffer, never more than the batch.
+// With nats.go's default threshold (half the batch) the refills would ask
+// for 17 of 32.
+func TestRefillsAskForAllButOneReadPerWorker(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	var mu sync.Mutex
+	var batches []int
+	sub, err := e.nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+e.topo.Stream+"."+e.topo.Durable, func(m *nats.Msg) {
+		var req struct {
+			Batch int `json:"batch"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil {
+			mu.Lock()
+			batches = append(batches, req.Batch)
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, e.nc.Flush())
+
+	const n = 600
+	for i := range n {
+		e.publish("meter.reads.m1", read("m1", i), nil)
+	}
+	o := e.options(1)
+	o.PullBatch = 32 // Concurrency 8: refills at fewer than 8 buffered
+	e.start(o)
+	e.settled(30 * time.Second)
+	require.Equal(t, n, e.re.total())
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(batches), n/32, "every read was pulled: %v", batches)
+	assert.Equal(t, 32, batches[0], "the first pull asks for the batch")
+	low := 32 - (stream.RefillAt(32, 8) - 1)
+	for i, b := range batches {
+		assert.True(t, b >= low && b <= 32, "pull %d asked for %d, not %d-32: %v", i, b, low, batches)
+	}
+	assert.LessOrEqual(t, len(batches), n/low+3, "pull requests for %d reads: %v", n, batches)
 }
