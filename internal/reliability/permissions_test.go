@@ -29,10 +29,11 @@ import (
 	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
-// The NATS permissions are defined once, in two files: permissionsConf as
-// a nats-server configuration, usersScript as the nsc commands of operator
-// mode. The tests below run with them; operationsDoc's section NATS
-// permissions says why each permission is there.
+// The NATS permissions are defined once, in permissionsConf, a nats-server
+// configuration; usersScript, the nsc commands of operator mode, is
+// generated from it (deploy/nats/nscusers). The tests below run with the
+// configuration and check the script grants the same; operationsDoc's
+// section NATS permissions says why each permission is there.
 const (
 	permissionsConf = "../../deploy/nats/permissions.conf"
 	usersScript     = "../../deploy/nats/users.sh"
