@@ -10,9 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
-	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // fanOutWorkers is the pipeline's default Concurrency.
@@ -114,26 +112,41 @@ func consuming(nc *nats.Conn, cc jetstream.ConsumeContext, after func()) *runnin
 	}}
 }
 
-// delayedByServer is the comparison of the steady scenario: 32 goroutines that
-// post each read with the HTTP sink and, on a failure, NAK it at once with
-// the full-jitter delay of its attempt (NakWithDelay), leaving the delay to
-// the server's redelivery timer; the delay asked is given to naks, as the
-// pipeline's "nak" lines do. The pipeline holds the read instead (see
-// internal/stream's retries, hold.go).
-func delayedByServer(e *env, sink downstream.Sink, policy retry.Policy, rnd retry.Source, naks *nakCapture) starter {
-	return pooled(e, sideConsumer, "bench-nakwithdelay", func(ctx context.Context, m jetstream.Msg) {
-		md, merr := m.Metadata()
-		read, derr := meter.Decode(m.Data())
-		if merr != nil || derr != nil {
-			_ = m.Term()
-			return
+// nakWithDelay is the baseline of the storm and the steady scenarios:
+// 32 goroutines that post each read with the HTTP sink and, on a failure,
+// NAK it at once with delay(attempt) (NakWithDelay), leaving the delay to
+// the server's redelivery timer as a JetStream BackOff does; the delay asked
+// goes to naks (when set), as the pipeline's "nak" lines do. The pipeline
+// holds the read instead (see internal/stream's retries, hold.go).
+func nakWithDelay(e *env, url string, delay func(attempt uint64) time.Duration, naks *nakCapture, opts ...jetstream.PullConsumeOpt) starter {
+	return func(ctx context.Context, durable string) (*running, error) {
+		sink, err := httpSink(url)
+		if err != nil {
+			return nil, err
 		}
-		if sink.Deliver(ctx, read) == nil {
-			_ = m.Ack()
-			return
+		r, err := pooled(e, sideBare, "bench-nakwithdelay", func(ctx context.Context, m jetstream.Msg) {
+			md, merr := m.Metadata()
+			read, derr := meter.Decode(m.Data())
+			if merr != nil || derr != nil {
+				_ = m.Term()
+				return
+			}
+			if sink.Deliver(ctx, read) == nil {
+				_ = m.Ack()
+				return
+			}
+			d := delay(md.NumDelivered)
+			if naks != nil {
+				naks.record(md.Sequence.Stream, d)
+			}
+			_ = m.NakWithDelay(d)
+		}, opts...)(ctx, durable)
+		if err != nil {
+			sink.CloseIdle()
+			return nil, err
 		}
-		delay := policy.Delay(md.NumDelivered, rnd)
-		naks.record(md.Sequence.Stream, delay)
-		_ = m.NakWithDelay(delay)
-	})
+		stop := r.stop
+		r.stop = func() error { defer sink.CloseIdle(); return stop() }
+		return r, nil
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Steady is a steady publish rate of which 20% of the reads (by key hash)
@@ -62,13 +63,11 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	if err := e.reset(ctx); err != nil {
 		return SteadyVariant{}, 0, err
 	}
-	var re *rateEngine
-	var err error
-	labelled(ctx, sideDownstream, func(context.Context) { re, err = startRateEngine(failsOnce) })
+	re, err := failingOnce(ctx, failsOnce)
 	if err != nil {
 		return SteadyVariant{}, 0, err
 	}
-	defer re.close()
+	defer re.Close()
 	const durable = "steady"
 	cons, err := e.durable(ctx, durable, steadyMaxAckPending)
 	if err != nil {
@@ -78,12 +77,8 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	naks := newNakCapture()
 	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), sink: httpSinks(re.URL), log: naks})
 	if serverSide {
-		sink, serr := httpSink(re.URL)
-		if serr != nil {
-			return SteadyVariant{}, 0, serr
-		}
-		defer sink.CloseIdle()
-		start = delayedByServer(e, sink, config.Default().Retry.Policy(), retry.NewRand(uint64(time.Now().UnixNano())), naks)
+		policy, rnd := config.Default().Retry.Policy(), retry.NewRand(uint64(time.Now().UnixNano()))
+		start = nakWithDelay(e, re.URL, func(attempt uint64) time.Duration { return policy.Delay(attempt, rnd) }, naks)
 	}
 	r, err := start(ctx, durable)
 	if err != nil {
@@ -105,24 +100,24 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	if err != nil {
 		return SteadyVariant{}, 0, err
 	}
-	return steadyOutcome(re.keys(), seqs, naks), len(seqs), nil
+	return steadyOutcome(re.Ledger(), seqs, naks), len(seqs), nil
 }
 
 // steadyOutcome measures the redeliveries of the failed reads against the
 // band they were due in: from the earliest to the latest first call plus
 // its asked delay.
-func steadyOutcome(keys map[string]keyCalls, seqs []uint64, naks *nakCapture) SteadyVariant {
+func steadyOutcome(ledger map[string][]simengine.Call, seqs []uint64, naks *nakCapture) SteadyVariant {
 	var v SteadyVariant
 	var seconds []time.Time
 	var late []time.Duration
 	var firstDue, lastDue time.Time
-	for key, kc := range keys {
+	for key, calls := range ledger {
 		if !failsOnce(key) {
 			continue
 		}
 		v.Failed++
 		i, ok := Index(key)
-		if !ok || i >= len(seqs) || kc.n < 2 {
+		if !ok || i >= len(seqs) || len(calls) < 2 {
 			v.Missing++
 			continue
 		}
@@ -131,15 +126,16 @@ func steadyOutcome(keys map[string]keyCalls, seqs []uint64, naks *nakCapture) St
 			v.Missing++
 			continue
 		}
-		due := kc.first.Add(asked)
+		first, second := calls[0].At, calls[1].At
+		due := first.Add(asked)
 		if len(seconds) == 0 || due.Before(firstDue) {
 			firstDue = due
 		}
 		if len(seconds) == 0 || due.After(lastDue) {
 			lastDue = due
 		}
-		seconds = append(seconds, kc.second)
-		late = append(late, kc.second.Sub(kc.first)-asked)
+		seconds = append(seconds, second)
+		late = append(late, second.Sub(first)-asked)
 	}
 	v.Spread = spreadOf(seconds, spreadWindow, windowsIn(lastDue.Sub(firstDue), spreadWindow))
 	v.Late = percentilesOf(late)

@@ -3,12 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -52,7 +50,9 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 		pc := isolatedConfig(0, retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6})
 		return ours(e, product{cfg: pc, sink: httpSinks(url)})
 	}
-	fixed := func(url string) starter { return nakWithDelay(e, url, stormDelay) }
+	fixed := func(url string) starter {
+		return nakWithDelay(e, url, func(uint64) time.Duration { return stormDelay }, nil, jetstream.PullMaxMessages(httpConcurrency))
+	}
 	for _, v := range []struct {
 		name  string
 		start func(url string) starter
@@ -68,24 +68,20 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 }
 
 func stormVariant(ctx context.Context, e *env, n int, last uint64, durable string, start func(url string) starter) (StormVariant, error) {
-	var re *rateEngine
-	var err error
-	labelled(ctx, sideDownstream, func(context.Context) {
-		re, err = startRateEngine(func(string) bool { return true })
-	})
+	re, err := failingOnce(ctx, func(string) bool { return true })
 	if err != nil {
 		return StormVariant{}, err
 	}
-	defer re.close()
+	defer re.Close()
 	r, err := e.drain(ctx, durable, stormMaxAckPending, n, last, start(re.URL))
 	if err != nil {
 		return StormVariant{}, err
 	}
 	var firsts, seconds []time.Time
-	for _, kc := range re.keys() {
-		firsts = append(firsts, kc.first)
-		if kc.n >= 2 {
-			seconds = append(seconds, kc.second)
+	for _, calls := range re.Ledger() {
+		firsts = append(firsts, calls[0].At)
+		if len(calls) >= 2 {
+			seconds = append(seconds, calls[1].At)
 		}
 	}
 	if len(seconds) != n {
@@ -107,43 +103,4 @@ func bounds(ts []time.Time) (lo, hi time.Time) {
 		}
 	}
 	return lo, hi
-}
-
-// nakWithDelay is the fixed-delay baseline: what a JetStream BackOff gives.
-// 32 workers post each read; a 503 is NAKed with delay, a 200 acked.
-func nakWithDelay(e *env, url string, delay time.Duration) starter {
-	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideBare, func(ctx context.Context) {
-			nc, _, cons, cerr := connect(ctx, e, "bench-fixed", durable)
-			if cerr != nil {
-				err = cerr
-				return
-			}
-			p := newPoster(url, httpConcurrency)
-			dispatch, stopWorkers := workerPool(httpConcurrency, func(m jetstream.Msg) { settleFixed(ctx, p, m, delay) })
-			after := func() {
-				stopWorkers()
-				p.close()
-			}
-			r, err = consume(nc, cons, dispatch, after, jetstream.PullMaxMessages(httpConcurrency))
-		})
-		return r, err
-	}
-}
-
-func settleFixed(ctx context.Context, p *poster, m jetstream.Msg, delay time.Duration) {
-	read, err := meter.Decode(m.Data())
-	if err != nil {
-		_ = m.Term()
-		return
-	}
-	status, err := p.post(ctx, read.AppendJSON(make([]byte, 0, 256)), read.IdempotencyKey)
-	switch {
-	case err == nil && status == http.StatusOK:
-		_ = m.Ack()
-	case status == http.StatusServiceUnavailable:
-		_ = m.NakWithDelay(delay)
-	default:
-		_ = m.Nak()
-	}
 }
