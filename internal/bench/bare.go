@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 )
 
@@ -73,8 +76,8 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 
 	var start, first, last runtime.MemStats
 	runtime.ReadMemStats(&start)
-	p := newPoster(*post, *workers)
-	defer p.close()
+	client := &http.Client{Transport: downstream.NewTransport(*workers)}
+	defer client.CloseIdleConnections()
 	var acked atomic.Int64
 	var firstOnce, lastOnce sync.Once
 	done := make(chan struct{})
@@ -85,7 +88,7 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 			_ = m.Term()
 			return
 		}
-		if status, err := p.post(ctx, m.Data(), r.IdempotencyKey); err != nil || status < 200 || status > 299 {
+		if !postRaw(ctx, client, *post, m.Data(), r.IdempotencyKey) {
 			_ = m.Nak()
 			return
 		}
@@ -134,4 +137,24 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 	case <-time.After(10 * time.Second):
 	}
 	return errors.Join(ferr, drainConn(nc, 10*time.Second))
+}
+
+// postRaw posts body as it is, with the Idempotency-Key, as the HTTP sink
+// does (the same transport and headers, a 5s timeout), and reports a 2xx.
+func postRaw(ctx context.Context, client *http.Client, url string, body []byte, key string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return resp.StatusCode >= 200 && resp.StatusCode <= 299
 }

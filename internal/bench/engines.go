@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
@@ -584,7 +586,10 @@ func (m *matrix) join() (EngineCell, error) {
 		return cell, err
 	}
 	defer srv.Close()
-	stopCrowd := startCrowd(m.ctx, srv.URL, crowdClients, crowdInFlight, crowdPause)
+	stopCrowd, err := startCrowd(m.ctx, srv.URL, crowdClients, crowdInFlight, crowdPause)
+	if err != nil {
+		return cell, err
+	}
 	wctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
 	_ = srv.Await(wctx, func(st simengine.Stats) bool { return st.InSystem >= spec.Servers+spec.Queue })
 	cancel()
@@ -634,40 +639,41 @@ func (m *matrix) join() (EngineCell, error) {
 	return cell, nil
 }
 
-// startCrowd starts clients plain HTTP clients posting to url, each a
-// closed loop of inFlight calls: a call not answered 2xx is made again
-// after pause, one answered 2xx is followed by the next read. It returns
-// the function that stops them and waits for them.
-func startCrowd(ctx context.Context, url string, clients, inFlight int, pause time.Duration) (stop func()) {
+// startCrowd starts clients plain HTTP clients (the HTTP sink) posting to
+// url, each a closed loop of inFlight calls: a call not answered 2xx is
+// made again after pause, one answered 2xx is followed by the next read. It
+// returns the function that stops them and waits for them.
+func startCrowd(ctx context.Context, url string, clients, inFlight int, pause time.Duration) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var posters []*poster
+	var sinks []*downstream.HTTP
+	stop = func() {
+		cancel()
+		wg.Wait()
+		for _, s := range sinks {
+			s.CloseIdle()
+		}
+	}
 	for c := range clients {
-		p := newPoster(url, inFlight)
-		posters = append(posters, p)
+		sink, err := httpSink(url)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		sinks = append(sinks, sink)
 		for g := range inFlight {
 			wg.Go(func() {
 				for i := 0; ctx.Err() == nil; i++ {
-					key := fmt.Sprintf("crowd-%d-%d-%d", c, g, i)
-					body := Body(i)
-					for ctx.Err() == nil {
-						status, _, err := p.do(ctx, body, key)
-						if err == nil && status >= 200 && status < 300 {
-							break
-						}
+					read, _ := meter.Decode(Body(i))
+					read.IdempotencyKey = fmt.Sprintf("crowd-%d-%d-%d", c, g, i)
+					for ctx.Err() == nil && sink.Deliver(ctx, read) != nil {
 						_ = retry.Sleep(ctx, pause)
 					}
 				}
 			})
 		}
 	}
-	return func() {
-		cancel()
-		wg.Wait()
-		for _, p := range posters {
-			p.close()
-		}
-	}
+	return stop, nil
 }
 
 // down drains a backlog with r replicas from an engine that answers every

@@ -2,28 +2,27 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/classify"
+	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// bareRetrier is the engine matrix's baseline: a bare HTTP client with
-// the pipeline's concurrency, 32 goroutines that pull, POST each read and
-// ack a 2xx. Any other answer, or none, is retried after the policy's
+// bareRetrier is the engine matrix's baseline: the product's HTTP sink with
+// the pipeline's concurrency and none of its controls, 32 goroutines that
+// pull, POST each read and ack a 2xx. Any other answer, or none, is retried after the policy's
 // full-jitter delay for its attempt, raised to a Retry-After as the
 // pipeline's is (DelayWithFloor): the read is held in process and sent
 // again when its delay is over, ahead of any read not yet called, as the
 // pipeline sends its retries (a delay past holdMax goes back to the server
-// with NakWithDelay instead). It used to hand every retry to the server's
-// redelivery timer, which sent them back 80-115ms late at the median and
-// 300-360ms at p99 (against the pipeline's 3ms and 67ms), so that it called
-// the backlog's fresh reads first and its retries after: its healthy reads
-// were billed sooner for work it put off, not for work it did. A read whose
+// with NakWithDelay instead), so that it does not bill its healthy reads
+// sooner for retries the server's redelivery timer would put off. A read whose
 // last attempt failed is terminated, which stands for its dead-letter (no
 // copy is kept). It has no limit, no retry budget and no breaker. The
 // delays it asks go to naks, the reads it terminates to gaveUp.
@@ -35,8 +34,13 @@ func bareRetrier(e *env, url string, policy retry.Policy, rnd retry.Source, naks
 				err = cerr
 				return
 			}
-			p := newPoster(url, httpConcurrency)
-			b := &bareClient{p: p, policy: policy, rnd: rnd, naks: naks, gaveUp: gaveUp,
+			sink, serr := httpSink(url)
+			if serr != nil {
+				nc.Close()
+				err = serr
+				return
+			}
+			b := &bareClient{sink: sink, policy: policy, rnd: rnd, naks: naks, gaveUp: gaveUp,
 				fresh: make(chan jetstream.Msg), due: make(chan held, 4096), quit: make(chan struct{})}
 			for range httpConcurrency {
 				b.wg.Add(1)
@@ -45,7 +49,7 @@ func bareRetrier(e *env, url string, policy retry.Policy, rnd retry.Source, naks
 			after := func() {
 				close(b.quit)
 				b.wg.Wait()
-				p.close()
+				sink.CloseIdle()
 			}
 			r, err = consume(nc, cons, b.dispatch, after, jetstream.PullMaxMessages(httpConcurrency))
 		})
@@ -65,7 +69,7 @@ type held struct {
 
 // bareClient is the bare client's workers: retries that are due go first.
 type bareClient struct {
-	p      *poster
+	sink   *downstream.HTTP
 	policy retry.Policy
 	rnd    retry.Source
 	naks   *nakCapture
@@ -117,8 +121,8 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 		_ = m.Term()
 		return
 	}
-	status, header, err := b.p.do(ctx, read.AppendJSON(make([]byte, 0, 256)), read.IdempotencyKey)
-	if err == nil && status >= 200 && status < 300 {
+	err := b.sink.Deliver(ctx, read)
+	if err == nil {
 		_ = m.Ack()
 		return
 	}
@@ -128,8 +132,8 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 		return
 	}
 	var retryAfter time.Duration
-	if v := header.Get("Retry-After"); v != "" {
-		retryAfter, _ = classify.ParseRetryAfter(v, time.Now())
+	if ce := (*classify.Error)(nil); errors.As(err, &ce) {
+		retryAfter = ce.RetryAfter
 	}
 	delay := b.policy.DelayWithFloor(h.attempt, b.rnd, retryAfter)
 	b.naks.record(md.Sequence.Stream, delay)

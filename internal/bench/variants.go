@@ -106,7 +106,7 @@ func discardLogger() *slog.Logger {
 }
 
 // httpConcurrency is the calls in flight of the HTTP sink and of the bare
-// posters compared with it: the binary's consumer.concurrency.
+// clients compared with it: the binary's consumer.concurrency.
 var httpConcurrency = config.Default().Consumer.Concurrency
 
 // httpSink is the binary's HTTP sink posting to url with the binary's
