@@ -166,11 +166,23 @@ const (
 	// drainFloor is the rate a cell's backlog is given to drain at before
 	// it is stopped, beside the policy's longest chain and the slack.
 	drainFloor = 500
+	// secondPhase is how many times the first phase's reads the switch's
+	// second phase publishes: enough that its goodput, measured from a
+	// second after the switch, is not that of the long tail's last calls.
+	secondPhase = 3
 )
 
-// joinEngine is the join cell's: 2 servers of 20ms (100 calls a second) and
-// a queue of 4, shedding with 503 past it, no Retry-After.
-var joinEngine = EngineSpec{Servers: 2, ServiceTime: 20 * time.Millisecond, Jitter: 0.25, Queue: 4, Capacity: 100}
+// The matrix's engines with a capacity. capacityEngine is 8 servers of 6ms
+// (1,333 calls a second, about the engine the overload of issue 12 was seen
+// against), their service times spread ±25% as the demo's are, a queue of
+// 16 (a full queue triples the latency), shedding with 503 past it, a fifth
+// of them with Retry-After 1s. joinEngine is the join cell's: 2 servers of
+// 20ms (100 calls a second) and a queue of 4, shedding with 503 past it.
+var (
+	capacityEngine = simengine.Options{Servers: 8, ServiceTime: 6 * time.Millisecond, Jitter: 0.25, Queue: 16,
+		Shedding: simengine.Shedding{RetryAfterShare: 0.2, RetryAfter: time.Second}}
+	joinEngine = simengine.Options{Servers: 2, ServiceTime: 20 * time.Millisecond, Jitter: 0.25, Queue: 4}
+)
 
 // runEngines runs the matrix once per policy of cfg.
 func runEngines(ctx context.Context, e *env, cfg Config) (*Engines, error) {
@@ -193,7 +205,9 @@ func runEngines(ctx context.Context, e *env, cfg Config) (*Engines, error) {
 				return nil, fmt.Errorf("%s policy, %s: %w", p.Name, c.name, err)
 			}
 			run.Cells = append(run.Cells, cell)
-			cfg.progress("engines %s: %s", p.Name, cell.summary())
+			rows := cell.rows(p)
+			cfg.progress("engines %s: %s, %s in %s: %s", p.Name, c.name, map[bool]string{true: "drained", false: "not drained"}[cell.Product.Drained],
+				cell.Product.Elapsed.Round(time.Millisecond), rows[len(rows)-1].Ours)
 		}
 		run.Took = time.Since(t0)
 		out.Runs = append(out.Runs, run)
@@ -221,31 +235,26 @@ type matrixCell struct {
 func (m *matrix) cells() []matrixCell {
 	var cs []matrixCell
 	add := func(name string, run func() (EngineCell, error)) { cs = append(cs, matrixCell{name, run}) }
-	for _, r := range m.cfg.Replicas {
-		add(fmt.Sprintf("capacity, %d replicas", r), func() (EngineCell, error) { return m.capacity(r) })
+	fleets := func(name string, run func(r int) (EngineCell, error), sizes []int) {
+		for _, r := range sizes {
+			add(fmt.Sprintf("%s, %d replicas", name, r), func() (EngineCell, error) { return run(r) })
+		}
 	}
+	fleets("capacity", m.capacity, m.cfg.Replicas)
 	for _, shape := range []LatencyShape{uniformShape, tailShape} {
-		add("healthy "+shape.Name, func() (EngineCell, error) { return m.healthy(shape) })
+		add("healthy "+shape.Name, func() (EngineCell, error) {
+			return m.reads(readsCell{kind: cellHealthy, engine: "healthy, " + shape.Name, mix: healthyMix, shape: shape, atOnce: true, replicas: 1})
+		})
 	}
-	for _, r := range m.cfg.EnginesFleets {
-		add(fmt.Sprintf("partial mix at once, %d replicas", r), func() (EngineCell, error) { return m.mix(true, r, false) })
-	}
-	for _, r := range m.cfg.EnginesFleets {
-		add(fmt.Sprintf("partial mix at once, trickle, %d replicas", r), func() (EngineCell, error) { return m.mix(true, r, true) })
-	}
-	for _, r := range m.cfg.EnginesFleets {
-		add(fmt.Sprintf("partial mix after service, %d replicas", r), func() (EngineCell, error) { return m.mix(false, r, false) })
-	}
+	fleets("partial mix at once", func(r int) (EngineCell, error) { return m.mix(true, r, false) }, m.cfg.EnginesFleets)
+	fleets("partial mix at once, trickle", func(r int) (EngineCell, error) { return m.mix(true, r, true) }, m.cfg.EnginesFleets)
+	fleets("partial mix after service", func(r int) (EngineCell, error) { return m.mix(false, r, false) }, m.cfg.EnginesFleets)
 	add("partial mix, then the long tail", m.switched)
 	add("one account throttled", func() (EngineCell, error) { return m.account(false) })
 	add("one account throttled, trickle", func() (EngineCell, error) { return m.account(true) })
-	for _, r := range m.cfg.EnginesFleets {
-		add(fmt.Sprintf("random failures, %d replicas", r), func() (EngineCell, error) { return m.random(r) })
-	}
+	fleets("random failures", m.random, m.cfg.EnginesFleets)
 	add("joining a full engine", m.join)
-	for _, r := range m.cfg.EnginesFleets {
-		add(fmt.Sprintf("down, %d replicas", r), func() (EngineCell, error) { return m.down(r) })
-	}
+	fleets("down", m.down, m.cfg.EnginesFleets)
 	return cs
 }
 
@@ -278,6 +287,12 @@ func (m *matrix) longest(n int, extra time.Duration) time.Duration {
 
 func (m *matrix) bound(replicas int) int { return replicas * config.Default().Consumer.Concurrency }
 
+// drain drains tr with a fleet of r replicas of the policy, seeded from
+// seed, against srv, within longest.
+func (m *matrix) drain(srv *simengine.Server, tr traffic, longest time.Duration, kind string, r int, seed uint64) (FleetRun, error) {
+	return drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(kind, r), fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
+}
+
 func backlogTraffic(n int) string { return fmt.Sprintf("backlog %d", n) }
 
 // trickle publishes rate reads a second for d once the fleet runs.
@@ -290,9 +305,6 @@ func trickle(rate int, d time.Duration) func(context.Context, jetstream.JetStrea
 		return seqs[len(seqs)-1], nil
 	}
 }
-
-// paced is how many reads publishPaced publishes at rate a second for d.
-func paced(rate int, d time.Duration) int { return int(int64(rate) * int64(d) / int64(time.Second)) }
 
 // billedAtLeast is an engine condition: n bills.
 func billedAtLeast(n int) func(simengine.Stats) bool {
@@ -314,46 +326,74 @@ func count(kinds []readKind, k readKind) int {
 // capacity engine.
 func (m *matrix) capacity(r int) (EngineCell, error) {
 	seed := m.next()
-	spec := capacityEngine
-	n := m.cfg.EnginesCapacityN
-	srv, err := newEngine(m.ctx, spec, seed, uint64(r))
+	o, n := capacityEngine, m.cfg.EnginesCapacityN
+	o.Rand = seeded(seed, uint64(r))
+	srv, err := serveEngine(m.ctx, o)
 	if err != nil {
 		return EngineCell{}, err
 	}
 	defer srv.Close()
-	ideal := time.Duration(float64(n) / spec.Capacity * float64(time.Second))
-	run, err := drainBacklog(m.ctx, m.e, srv, n, ideal+longestChain(m.p.Policy)+m.cfg.EnginesSlack, m.durable("capacity", r),
-		fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
-	if err != nil {
-		return EngineCell{}, err
-	}
-	return EngineCell{Kind: cellCapacity, Engine: fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", spec.Servers, spec.ServiceTime, spec.Queue),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), Capacity: spec.Capacity}, nil
+	c := capacityOf(o)
+	ideal := time.Duration(float64(n) / c * float64(time.Second))
+	run, err := m.drain(srv, traffic{backlog: n}, ideal+longestChain(m.p.Policy)+m.cfg.EnginesSlack, "capacity", r, seed)
+	return EngineCell{Kind: cellCapacity, Engine: fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", o.Servers, o.ServiceTime, o.Queue),
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), Capacity: c}, err
 }
 
-// healthy drains a backlog of healthy reads from an engine of shape with
-// the bare client, then with one replica.
-func (m *matrix) healthy(shape LatencyShape) (EngineCell, error) {
+// readsCell is a cell of reads of a mix, from an engine of a latency
+// shape answering their failures at once or once served: a backlog,
+// after the bare client on the same backlog, or a trickle; wait is what
+// the policy may make a read wait past its chain of delays.
+type readsCell struct {
+	kind, engine     string
+	mix              PartialMix
+	shape            LatencyShape
+	atOnce, trickled bool
+	replicas         int
+	policy           retry.Policy // zero: the matrix's
+	wait             time.Duration
+	recall           readKind // the kind whose gaps to its second call are measured; healthy: none
+}
+
+// reads runs c: the bare client (for a backlog), then the product.
+func (m *matrix) reads(c readsCell) (EngineCell, error) {
 	seed := m.next()
-	n := m.cfg.EnginesN
-	kinds := healthyMix.kinds(n, seed)
-	cell := EngineCell{Kind: cellHealthy, Engine: "healthy, " + shape.Name, Replicas: 1, Traffic: backlogTraffic(n), Reads: n, LimitBound: m.bound(1)}
-	bare, err := m.bare(shape, kinds, seed, true, m.p.Policy, billedAtLeast(n))
-	if err != nil {
-		return cell, err
+	if c.policy == (retry.Policy{}) {
+		c.policy = m.p.Policy
 	}
-	srv, err := mixEngine(m.ctx, shape, kinds, seed, true)
+	cell := EngineCell{Kind: c.kind, Engine: c.engine, Replicas: c.replicas, Trickle: c.trickled, LimitBound: m.bound(c.replicas)}
+	n, tr, longest := m.cfg.EnginesN, traffic{backlog: m.cfg.EnginesN}, m.longest(m.cfg.EnginesN, c.wait)
+	cell.Traffic = backlogTraffic(n)
+	if c.trickled {
+		n, tr, longest = int(int64(m.cfg.EnginesRate)*int64(m.p.Trickle)/int64(time.Second)), traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle)}, m.p.Trickle+m.longest(0, c.wait)
+		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
+	}
+	cell.Reads = n
+	kinds := c.mix.kinds(n, seed)
+	if !c.trickled {
+		bare, err := m.bare(c.shape, kinds, seed, c.atOnce, c.policy, billedAtLeast(n-count(kinds, alwaysBad)))
+		if err != nil {
+			return cell, err
+		}
+		cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
+	}
+	srv, err := mixEngine(m.ctx, c.shape, kinds, seed, c.atOnce)
 	if err != nil {
 		return cell, err
 	}
 	defer srv.Close()
-	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, m.longest(n, 0), fleetSpec{replicas: 1},
-		traffic{backlog: n}, m.durable("healthy", 1))
+	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, c.policy, longest, fleetSpec{replicas: c.replicas}, tr, m.durable(c.kind, c.replicas))
 	if err != nil {
 		return cell, err
 	}
 	cell.Product = mr.fleet
-	cell.Goodput, cell.GoodputDone, cell.BareGoodput, cell.BareDone = run.Goodput, run.HealthyDone, bare.Goodput, bare.HealthyDone
+	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
+	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
+	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, mr.dead)
+	if c.recall != healthy {
+		cell.Recall = recallGaps(mr.ledger, kinds, c.recall)
+	}
+	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
 	return cell, nil
 }
 
@@ -368,52 +408,28 @@ func (m *matrix) bare(shape LatencyShape, kinds []readKind, seed uint64, atOnce 
 	return bareMix(m.ctx, m.e, srv, kinds, seed, policy, m.longest(len(kinds), policy.MaxServerWait), until)
 }
 
-// mix drains the partial mix (15% 503 once, 3% 429 Retry-After: 1 once, 5%
+// mix is the partial mix (15% 503 once, 3% 429 Retry-After: 1 once, 5%
 // 503 always) from an engine whose healthy reads take 5-25ms, its failures
-// answered at once or after the service time, with r replicas: a backlog,
-// after the bare client on the same backlog, or a trickle.
+// answered at once or after the service time, with r replicas.
 func (m *matrix) mix(atOnce bool, r int, trickled bool) (EngineCell, error) {
-	seed := m.next()
 	when := "after the service time"
 	if atOnce {
 		when = "at once"
 	}
-	cell := EngineCell{Kind: cellMix, Engine: "partial mix, failures answered " + when + ", healthy " + uniformShape.Name,
-		Replicas: r, Trickle: trickled, LimitBound: m.bound(r)}
-	tr, n, longest := traffic{backlog: m.cfg.EnginesN}, m.cfg.EnginesN, m.longest(m.cfg.EnginesN, 0)
-	if trickled {
-		n = paced(m.cfg.EnginesRate, m.p.Trickle)
-		tr = traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle)}
-		longest = m.p.Trickle + m.longest(0, 0)
-		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
-	} else {
-		cell.Traffic = backlogTraffic(n)
-	}
-	cell.Reads = n
-	kinds := partialMix.kinds(n, seed)
-	if !trickled {
-		bare, err := m.bare(uniformShape, kinds, seed, atOnce, m.p.Policy, billedAtLeast(n-count(kinds, alwaysBad)))
-		if err != nil {
-			return cell, err
-		}
-		cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
-	}
-	srv, err := mixEngine(m.ctx, uniformShape, kinds, seed, atOnce)
-	if err != nil {
-		return cell, err
-	}
-	defer srv.Close()
-	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, m.p.Policy, longest, fleetSpec{replicas: r}, tr, m.durable("mix", r))
-	if err != nil {
-		return cell, err
-	}
-	cell.Product = mr.fleet
-	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
-	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
-	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, mr.dead)
-	cell.Recall = recallGaps(mr.ledger, kinds, tooMany)
-	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
-	return cell, nil
+	return m.reads(readsCell{kind: cellMix, engine: "partial mix, failures answered " + when + ", healthy " + uniformShape.Name,
+		mix: partialMix, shape: uniformShape, atOnce: atOnce, trickled: trickled, replicas: r, recall: tooMany})
+}
+
+// account is reads of which one account's (a twentieth) are answered 429
+// with Retry-After: 60 at once on their first call, the product's
+// max_server_wait EnginesThrottleWait.
+func (m *matrix) account(trickled bool) (EngineCell, error) {
+	policy := m.p.Policy
+	policy.MaxServerWait = m.cfg.EnginesThrottleWait
+	cell, err := m.reads(readsCell{kind: cellAccount, engine: "one account throttled (429, Retry-After: 60, at once), healthy " + uniformShape.Name,
+		mix: accountMix, shape: uniformShape, atOnce: true, trickled: trickled, replicas: 1, policy: policy, wait: policy.MaxServerWait, recall: throttled})
+	cell.WaitFloor = min(quotaAsked, policy.MaxServerWait)
+	return cell, err
 }
 
 // exhaustedOf counts the reads of kind k dead-lettered exhausted.
@@ -478,8 +494,7 @@ func (m *matrix) switched() (EngineCell, error) {
 		at = time.Now()
 		return publishBacklog(ctx, js, n, n2)
 	}, done: func(simengine.Stats) bool { return second.Load() >= int64(n2) }}
-	run, err := drainTraffic(m.ctx, m.e, srv, tr, m.longest(n+n2, m.cfg.EnginesSwitchAfter), m.durable("switch", 1),
-		fleetSpec{replicas: 1, seed: seed + 1<<20, policy: m.p.Policy})
+	run, err := m.drain(srv, tr, m.longest(n+n2, m.cfg.EnginesSwitchAfter), "switch", 1, seed)
 	if err != nil {
 		return cell, err
 	}
@@ -489,56 +504,6 @@ func (m *matrix) switched() (EngineCell, error) {
 		_, cell.Goodput = billedFrom(srv.Ledger(), at, at.Add(time.Second))
 		cell.GoodputDone = second.Load() >= int64(n2)
 	}
-	return cell, nil
-}
-
-// secondPhase is how many times the first phase's reads the switch's second
-// phase publishes: with as many, the second phase of 3,000 drained in about
-// 1.3s, so that its goodput from a second after the switch was that of the
-// last 0.25-0.3s, the last of the long tail's 80ms calls a quarter of it.
-const secondPhase = 3
-
-// account drains reads of which one account's (a twentieth) are answered
-// 429 with Retry-After: 60 at once on their first call, the product's
-// max_server_wait EnginesThrottleWait: a backlog after the bare client, or
-// a trickle.
-func (m *matrix) account(trickled bool) (EngineCell, error) {
-	seed := m.next()
-	policy := m.p.Policy
-	policy.MaxServerWait = m.cfg.EnginesThrottleWait
-	cell := EngineCell{Kind: cellAccount, Engine: "one account throttled (429, Retry-After: 60, at once), healthy " + uniformShape.Name,
-		Replicas: 1, Trickle: trickled, LimitBound: m.bound(1), WaitFloor: min(quotaAsked, policy.MaxServerWait)}
-	n, tr, longest := m.cfg.EnginesN, traffic{backlog: m.cfg.EnginesN}, m.longest(m.cfg.EnginesN, policy.MaxServerWait)
-	if trickled {
-		n = paced(m.cfg.EnginesRate, m.p.Trickle)
-		tr = traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle)}
-		longest = m.p.Trickle + m.longest(0, policy.MaxServerWait)
-		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
-	} else {
-		cell.Traffic = backlogTraffic(n)
-	}
-	cell.Reads = n
-	kinds := accountMix.kinds(n, seed)
-	if !trickled {
-		bare, err := m.bare(uniformShape, kinds, seed, true, policy, billedAtLeast(n))
-		if err != nil {
-			return cell, err
-		}
-		cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
-	}
-	srv, err := mixEngine(m.ctx, uniformShape, kinds, seed, true)
-	if err != nil {
-		return cell, err
-	}
-	defer srv.Close()
-	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, policy, longest, fleetSpec{replicas: 1}, tr, m.durable("account", 1))
-	if err != nil {
-		return cell, err
-	}
-	cell.Product = mr.fleet
-	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
-	cell.Recall = recallGaps(mr.ledger, kinds, throttled)
-	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
 	return cell, nil
 }
 
@@ -560,28 +525,23 @@ func (m *matrix) random(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	defer srv.Close()
-	run, err := drainBacklog(m.ctx, m.e, srv, n, m.longest(n, 0), m.durable("random", r),
-		fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
-	if err != nil {
-		return EngineCell{}, err
-	}
+	run, err := m.drain(srv, traffic{backlog: n}, m.longest(n, 0), "random", r, seed)
 	cell := EngineCell{Kind: cellRandom, Engine: fmt.Sprintf("%.0f%% of all calls 503 at random, at once, whatever the load; the rest %s", 100*randomFailShare, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r)}
-	cell.Exhausted = run.DeadLetters["exhausted"]
+		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), Exhausted: run.DeadLetters["exhausted"]}
 	cell.Expected, cell.BandLow, cell.BandHigh = binomialBand(n, math.Pow(randomFailShare, float64(m.p.Policy.MaxAttempts)), matrixSigmas)
-	return cell, nil
+	return cell, err
 }
 
 // join runs one replica for EnginesJoinFor on a backlog it cannot drain in
-// that time, against an engine of 2 servers of 20ms and a queue of 4 kept
-// full by four plain HTTP clients started first.
+// that time, against joinEngine kept full by four plain HTTP clients
+// started first.
 func (m *matrix) join() (EngineCell, error) {
 	seed := m.next()
-	spec := joinEngine
-	cell := EngineCell{Kind: cellJoin, Engine: fmt.Sprintf("%d servers x %s, queue %d, kept full by %d clients of %d calls", spec.Servers, spec.ServiceTime, spec.Queue, crowdClients, crowdInFlight),
-		Replicas: 1, Capacity: spec.Capacity, LimitBound: m.bound(1)}
-	srv, err := serveEngine(m.ctx, simengine.Options{Servers: spec.Servers, ServiceTime: spec.ServiceTime, Jitter: spec.Jitter, Queue: spec.Queue,
-		Rand: seeded(seed, 0x901)})
+	o := joinEngine
+	o.Rand = seeded(seed, 0x901)
+	cell := EngineCell{Kind: cellJoin, Engine: fmt.Sprintf("%d servers x %s, queue %d, kept full by %d clients of %d calls", o.Servers, o.ServiceTime, o.Queue, crowdClients, crowdInFlight),
+		Replicas: 1, Capacity: capacityOf(o), LimitBound: m.bound(1)}
+	srv, err := serveEngine(m.ctx, o)
 	if err != nil {
 		return cell, err
 	}
@@ -591,14 +551,13 @@ func (m *matrix) join() (EngineCell, error) {
 		return cell, err
 	}
 	wctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
-	_ = srv.Await(wctx, func(st simengine.Stats) bool { return st.InSystem >= spec.Servers+spec.Queue })
+	_ = srv.Await(wctx, func(st simengine.Stats) bool { return st.InSystem >= o.Servers+o.Queue })
 	cancel()
 	// Twice what the whole engine serves in the window: the replica never
 	// runs out.
-	n := int(2*spec.Capacity*m.cfg.EnginesJoinFor.Seconds()) + 100
+	n := int(2*cell.Capacity*m.cfg.EnginesJoinFor.Seconds()) + 100
 	cell.Reads, cell.Traffic = n, fmt.Sprintf("backlog %d, for %s", n, m.cfg.EnginesJoinFor)
-	run, err := drainBacklog(m.ctx, m.e, srv, n, m.cfg.EnginesJoinFor, m.durable("join", 1),
-		fleetSpec{replicas: 1, seed: seed + 1<<20, policy: m.p.Policy})
+	run, err := m.drain(srv, traffic{backlog: n}, m.cfg.EnginesJoinFor, "join", 1, seed)
 	stopCrowd()
 	if err != nil {
 		return cell, err
@@ -607,7 +566,7 @@ func (m *matrix) join() (EngineCell, error) {
 	// and bills are counted from the ledger, within its run.
 	from, to := run.started, run.started.Add(run.Elapsed)
 	var replica, crowd int
-	run.Calls, run.Shed, run.Billed = 0, 0, 0
+	run.Calls, run.Shed, run.Billed, run.ShedShare = 0, 0, 0, 0
 	for key, calls := range srv.Ledger() {
 		_, ours := Index(key)
 		for _, c := range calls {
@@ -628,7 +587,6 @@ func (m *matrix) join() (EngineCell, error) {
 		}
 	}
 	run.Billed = int64(replica)
-	run.ShedShare = 0
 	if run.Calls > 0 {
 		run.ShedShare = float64(run.Shed) / float64(run.Calls)
 	}
@@ -705,8 +663,7 @@ func (m *matrix) down(r int) (EngineCell, error) {
 		return EngineCell{}, err
 	}
 	defer srv.Close()
-	run, err := drainBacklog(m.ctx, m.e, srv, n, m.longest(n, m.cfg.EnginesDown+matrixRecovery), m.durable("down", r),
-		fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
+	run, err := m.drain(srv, traffic{backlog: n}, m.longest(n, m.cfg.EnginesDown+matrixRecovery), "down", r, seed)
 	if err != nil {
 		return EngineCell{}, err
 	}
@@ -718,19 +675,4 @@ func (m *matrix) down(r int) (EngineCell, error) {
 		cell.Recovery = last.Sub(time.Unix(0, h))
 	}
 	return cell, nil
-}
-
-// summary is the cell's progress line.
-func (c EngineCell) summary() string {
-	p := c.Product
-	s := fmt.Sprintf("%s, %d replicas, %s: drained %t in %s, billed %d of %d calls, dead-lettered %v, breaker opened %d, pauses %d, limit median %d of %d",
-		c.Engine, c.Replicas, c.Traffic, p.Drained, p.Elapsed.Round(time.Millisecond), p.Billed, p.Calls, p.DeadLetters, p.BreakerOpened,
-		p.Pauses, p.LimitMedian, c.LimitBound)
-	if c.BareGoodput > 0 || c.Goodput > 0 {
-		s += fmt.Sprintf(", goodput %.0f/s (bare %.0f/s)", c.Goodput, c.BareGoodput)
-	}
-	if len(p.Diagnostics) > 0 {
-		s += fmt.Sprintf(", diagnostics %v", p.Diagnostics)
-	}
-	return s
 }

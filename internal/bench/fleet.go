@@ -47,16 +47,13 @@ type fleetSpec struct {
 // fleet is a running fleet.
 type fleet struct {
 	*running
-	started  time.Time // when the first replica was started
 	limiters []*limit.Limiter
 	regs     []*prometheus.Registry
 }
 
 // startFleet starts spec's fleet on durable.
 func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*fleet, error) {
-	// Apart, the fleet's time starts before the first replica connects:
-	// its set-up counts against it.
-	f := &fleet{started: time.Now()}
+	f := &fleet{}
 	var rs []*running
 	for i := range spec.replicas {
 		p := product{cfg: replicaConfig(spec.policy), sink: httpSinks(spec.url), log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
@@ -121,38 +118,6 @@ func (f *fleet) counter(name string, want map[string]string) float64 {
 		}
 	}
 	return sum
-}
-
-// sampler samples the fleet's summed limit every 100ms until stop.
-type sampler struct {
-	quit   chan struct{}
-	done   chan struct{}
-	limits []int
-}
-
-func sample(f *fleet) *sampler {
-	s := &sampler{quit: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.quit:
-				return
-			case <-t.C:
-				s.limits = append(s.limits, f.limitSum())
-			}
-		}
-	}()
-	return s
-}
-
-// stop ends the sampling and returns the summed limits sampled.
-func (s *sampler) stop() []int {
-	close(s.quit)
-	<-s.done
-	return s.limits
 }
 
 func median(v []int) int {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -53,17 +52,6 @@ func mixEngine(ctx context.Context, shape LatencyShape, kinds []readKind, seed u
 	return serveEngine(ctx, o)
 }
 
-// serveEngine serves an engine of o on loopback.
-func serveEngine(ctx context.Context, o simengine.Options) (*simengine.Server, error) {
-	eng, err := simengine.New(o)
-	if err != nil {
-		return nil, fmt.Errorf("rate engine: %w", err)
-	}
-	var srv *simengine.Server
-	labelled(ctx, sideDownstream, func(context.Context) { srv = simengine.NewServer(eng) })
-	return srv, nil
-}
-
 // mixRun is what productMix keeps beyond a PartialRun: the fleet's own
 // figures, the reads dead-lettered with their reasons (by index) and the
 // ledger.
@@ -101,58 +89,18 @@ func productMix(ctx context.Context, e *env, srv *simengine.Server, kinds []read
 }
 
 // bareMix drains a backlog of reads of the given kinds with the bare client
-// (bareRetrier) and policy, until every read is settled or, with until, as
-// soon as the engine's Stats satisfy it, or longest has passed.
+// (bareRetrier) and policy, until the engine's Stats satisfy until, or
+// longest has passed.
 func bareMix(ctx context.Context, e *env, srv *simengine.Server, kinds []readKind, seed uint64, policy retry.Policy,
 	longest time.Duration, until func(simengine.Stats) bool) (PartialRun, error) {
-	var run PartialRun
-	if err := e.reset(ctx); err != nil {
-		return run, err
-	}
-	n := len(kinds)
-	var last uint64
-	var err error
-	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, n) })
-	if err != nil {
-		return run, err
-	}
-	if last != uint64(n) {
-		return run, fmt.Errorf("read %d is at stream sequence %d, want %d: the measures take read i for sequence i+1", n-1, last, n)
-	}
-	durable := fmt.Sprintf("partial-bare-%d", seed)
-	cons, err := e.durable(ctx, durable, 0)
-	if err != nil {
-		return run, err
-	}
-	defer e.drop(context.WithoutCancel(ctx), durable)
-
 	naks, gaveUp := newNakCapture(), newSeqSet()
-	start := time.Now()
-	r, err := bareRetrier(e, srv.URL, policy, retry.NewRand(seed+2<<20), naks, gaveUp)(ctx, durable)
+	p, err := e.drive(ctx, srv, traffic{backlog: len(kinds), done: until}, longest, fmt.Sprintf("partial-bare-%d", seed),
+		bareRetrier(e, srv.URL, policy, retry.NewRand(seed+2<<20), naks, gaveUp))
+	run := PartialRun{Drained: p.drained, Elapsed: p.elapsed}
 	if err != nil {
 		return run, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, longest)
-	if until != nil {
-		err = srv.Await(wctx, until)
-	} else {
-		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended)
-	}
-	cancel()
-	run.Elapsed = time.Since(start)
-	switch {
-	case err == nil:
-		run.Drained = true
-	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		err = nil // not drained in time: that is a figure
-	}
-	if serr := r.stop(); serr != nil {
-		err = errors.Join(err, fmt.Errorf("stop: %w", serr))
-	}
-	if err != nil {
-		return run, err
-	}
-	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: start, elapsed: run.Elapsed, naks: naks,
+	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: p.started, elapsed: p.elapsed, naks: naks,
 		deadLettered: func(i int) bool { return gaveUp.has(uint64(i + 1)) }}.measure(&run)
 	return run, nil
 }

@@ -11,48 +11,20 @@ import (
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
-// EngineSpec is a rate engine with a capacity of the engine matrix.
-type EngineSpec struct {
-	Servers     int           `json:"servers"`
-	ServiceTime time.Duration `json:"service_time_ns"` // the unloaded latency
-	Jitter      float64       `json:"jitter"`
-	Queue       int           `json:"queue"`
-	// RetryAfterShare of the shed calls (503) carry Retry-After: RetryAfter.
-	RetryAfterShare float64       `json:"retry_after_share"`
-	RetryAfter      time.Duration `json:"retry_after_ns"`
-	Capacity        float64       `json:"capacity_per_sec"` // Servers / ServiceTime
-}
-
-// capacityEngine is 8 servers of 6ms (1,333 calls a second, about the
-// engine the overload of issue 12 was seen against), their service times
-// spread ±25% as the demo's are, a queue of 16 (two calls per server: a
-// call at the back waits two service times, so a full queue triples the
-// latency), shedding with 503 past it, a fifth of them with Retry-After 1s
-// (an engine that says how long to wait only sometimes).
-var capacityEngine = EngineSpec{
-	Servers: 8, ServiceTime: 6 * time.Millisecond, Jitter: 0.25, Queue: 16,
-	RetryAfterShare: 0.2, RetryAfter: time.Second,
-}
-
-func init() {
-	capacityEngine.Capacity = float64(capacityEngine.Servers) / capacityEngine.ServiceTime.Seconds()
-}
-
-// newEngine serves spec on loopback with shedding and service times drawn
-// from seed.
-func newEngine(ctx context.Context, spec EngineSpec, seed, salt uint64) (*simengine.Server, error) {
-	eng, err := simengine.New(simengine.Options{
-		Servers: spec.Servers, ServiceTime: spec.ServiceTime, Jitter: spec.Jitter, Queue: spec.Queue,
-		Shedding: simengine.Shedding{RetryAfterShare: spec.RetryAfterShare, RetryAfter: spec.RetryAfter},
-		Rand:     seeded(seed, salt),
-	})
+// serveEngine serves an engine of o on loopback.
+func serveEngine(ctx context.Context, o simengine.Options) (*simengine.Server, error) {
+	eng, err := simengine.New(o)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rate engine: %w", err)
 	}
 	var srv *simengine.Server
 	labelled(ctx, sideDownstream, func(context.Context) { srv = simengine.NewServer(eng) })
 	return srv, nil
 }
+
+// capacityOf is the calls a second an engine of o serves: Servers /
+// ServiceTime.
+func capacityOf(o simengine.Options) float64 { return float64(o.Servers) / o.ServiceTime.Seconds() }
 
 // FleetRun is how one fleet drained the backlog.
 type FleetRun struct {
@@ -84,8 +56,7 @@ type FleetRun struct {
 	// of every call on a Retry-After.
 	Pauses int `json:"pauses"`
 
-	// started is when the fleet's time started (see startFleet).
-	started time.Time
+	started time.Time // when the fleet's time started: before it connects
 }
 
 // deadLettered is the total of DeadLetters.
@@ -97,16 +68,10 @@ func (r FleetRun) deadLettered() int {
 	return n
 }
 
-// drainBacklog publishes n reads, then drains them with spec's fleet on
-// durable against srv, until every read is settled or longest has passed.
-func drainBacklog(ctx context.Context, e *env, srv *simengine.Server, n int, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
-	return drainTraffic(ctx, e, srv, traffic{backlog: n}, longest, durable, spec)
-}
-
-// traffic is what a fleet drains: a backlog of reads 0..backlog-1 published
-// before the fleet starts, then what then publishes once it runs (reads
+// traffic is what a variant drains: a backlog of reads 0..backlog-1 published
+// before it starts, then what then publishes once it runs (reads
 // backlog.. on: a paced trickle, or a second phase), returning the stream
-// sequence of its last read (0 for none). The fleet is done when every
+// sequence of its last read (0 for none). The variant is done when every
 // read is settled or, with done, as soon as the engine's Stats satisfy it.
 type traffic struct {
 	backlog int
@@ -114,32 +79,41 @@ type traffic struct {
 	done    func(simengine.Stats) bool
 }
 
-// drainTraffic publishes tr's backlog, then drains it and what tr then
-// publishes with spec's fleet on durable against srv, until tr is done or
-// longest has passed from the fleet's start.
-func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
-	var out FleetRun
+// pass is when a variant started draining, for how long, and whether it
+// was done before the deadline.
+type pass struct {
+	started time.Time
+	elapsed time.Duration
+	drained bool
+}
+
+// drive publishes tr's backlog on fresh streams (read i at stream sequence
+// i+1, as the ledger's measures take it), starts start on a fresh durable,
+// publishes what tr then publishes, and waits until tr is done or longest
+// has passed from the start, then stops the variant. Not done in time is a
+// figure, not an error.
+func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, longest time.Duration, durable string, start starter) (p pass, err error) {
 	if err := e.reset(ctx); err != nil {
-		return out, err
+		return p, err
 	}
 	var last uint64
-	var err error
 	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, tr.backlog) })
 	if err != nil {
-		return out, err
+		return p, err
 	}
-	spec.url = srv.URL
+	if last != uint64(tr.backlog) {
+		return p, fmt.Errorf("read %d is at stream sequence %d, want %d: the measures take read i for sequence i+1", tr.backlog-1, last, tr.backlog)
+	}
 	cons, err := e.durable(ctx, durable, 0)
 	if err != nil {
-		return out, err
+		return p, err
 	}
 	defer e.drop(context.WithoutCancel(ctx), durable)
-
-	f, err := startFleet(ctx, e, durable, spec)
+	p.started = time.Now()
+	r, err := start(ctx, durable)
 	if err != nil {
-		return out, err
+		return p, err
 	}
-	smp := sample(f)
 	wctx, cancel := context.WithTimeout(ctx, longest)
 	if tr.then != nil {
 		var then uint64
@@ -151,25 +125,61 @@ func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic
 	case tr.done != nil:
 		err = srv.Await(wctx, tr.done)
 	default:
-		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, f.ended)
+		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended)
 	}
 	cancel()
-	out.started = f.started
-	out.Elapsed = time.Since(f.started)
-	st := srv.Stats()
-	limits := smp.stop()
+	p.elapsed = time.Since(p.started)
 	switch {
 	case err == nil:
-		out.Drained = true
+		p.drained = true
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		err = nil // not drained in time: that is a figure
 	}
-	if serr := f.stop(); serr != nil {
+	if serr := r.stop(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("stop: %w", serr))
 	}
+	return p, err
+}
+
+// drainTraffic drains tr with spec's fleet on durable against srv (see
+// drive), sampling the fleet's summed limit every 100ms, and reads the
+// engine's totals and the fleet's counters before it stops.
+func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
+	var out FleetRun
+	var f *fleet
+	var st simengine.Stats
+	var limits []int
+	spec.url = srv.URL
+	p, err := e.drive(ctx, srv, tr, longest, durable, func(ctx context.Context, durable string) (*running, error) {
+		var err error
+		if f, err = startFleet(ctx, e, durable, spec); err != nil {
+			return nil, err
+		}
+		quit, sampled := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-quit:
+					return
+				case <-t.C:
+					limits = append(limits, f.limitSum())
+				}
+			}
+		}()
+		return &running{ended: f.ended, stop: func() error {
+			st = srv.Stats()
+			close(quit)
+			<-sampled
+			return f.stop()
+		}}, nil
+	})
 	if err != nil {
 		return out, err
 	}
+	out.started, out.Elapsed, out.Drained = p.started, p.elapsed, p.drained
 	out.Billed, out.Calls, out.Shed = st.Billed, st.Calls, st.Shed
 	out.Goodput = float64(st.Billed) / out.Elapsed.Seconds()
 	if st.Calls > 0 {
