@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
@@ -95,7 +97,8 @@ func bareMix(ctx context.Context, e *env, srv *simengine.Server, kinds []readKin
 	longest time.Duration, until func(simengine.Stats) bool) (PartialRun, error) {
 	naks, gaveUp := newNakCapture(), newSeqSet()
 	p, err := e.drive(ctx, srv, traffic{backlog: len(kinds), done: until}, longest, fmt.Sprintf("partial-bare-%d", seed),
-		bareRetrier(e, srv.URL, policy, retry.NewRand(seed+2<<20), naks, gaveUp))
+		bareRetrier(e, bareSpec{url: srv.URL, policy: policy, rnd: retry.NewRand(seed + 2<<20), hold: holdMax, naks: naks, gaveUp: gaveUp,
+			opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}}))
 	run := PartialRun{Drained: p.drained, Elapsed: p.elapsed}
 	if err != nil {
 		return run, err

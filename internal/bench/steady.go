@@ -77,8 +77,8 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	naks := newNakCapture()
 	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), sink: httpSinks(re.URL), log: naks})
 	if serverSide {
-		policy, rnd := config.Default().Retry.Policy(), retry.NewRand(uint64(time.Now().UnixNano()))
-		start = nakWithDelay(e, re.URL, func(attempt uint64) time.Duration { return policy.Delay(attempt, rnd) }, naks)
+		start = bareRetrier(e, bareSpec{url: re.URL, policy: config.Default().Retry.Policy(), rnd: retry.NewRand(uint64(time.Now().UnixNano())),
+			naks: naks, gaveUp: newSeqSet()})
 	}
 	r, err := start(ctx, durable)
 	if err != nil {

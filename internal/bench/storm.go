@@ -51,7 +51,8 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 		return ours(e, product{cfg: pc, sink: httpSinks(url)})
 	}
 	fixed := func(url string) starter {
-		return nakWithDelay(e, url, func(uint64) time.Duration { return stormDelay }, nil, jetstream.PullMaxMessages(httpConcurrency))
+		return bareRetrier(e, bareSpec{url: url, policy: retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}, fixed: stormDelay,
+			naks: newNakCapture(), gaveUp: newSeqSet(), opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}})
 	}
 	for _, v := range []struct {
 		name  string

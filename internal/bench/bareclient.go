@@ -14,34 +14,32 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// bareRetrier is the engine matrix's baseline: the product's HTTP sink with
-// the pipeline's concurrency and none of its controls, 32 goroutines that
-// pull, POST each read and ack a 2xx. Any other answer, or none, is retried after the policy's
-// full-jitter delay for its attempt, raised to a Retry-After as the
-// pipeline's is (DelayWithFloor): the read is held in process and sent
-// again when its delay is over, ahead of any read not yet called, as the
-// pipeline sends its retries (a delay past holdMax goes back to the server
-// with NakWithDelay instead), so that it does not bill its healthy reads
-// sooner for retries the server's redelivery timer would put off. A read whose
-// last attempt failed is terminated, which stands for its dead-letter (no
-// copy is kept). It has no limit, no retry budget and no breaker. The
-// delays it asks go to naks, the reads it terminates to gaveUp.
-func bareRetrier(e *env, url string, policy retry.Policy, rnd retry.Source, naks *nakCapture, gaveUp *seqSet) starter {
+// bareRetrier is the in-process bare client, the baseline of the storm,
+// the steady and the engine matrix: the product's HTTP sink with the
+// pipeline's concurrency and none of its controls (no limit, retry budget
+// or breaker), 32 goroutines that POST each read pulled and ack a 2xx. Any
+// other answer, or none, is retried after the delay spec gives its attempt:
+// held in process and sent again when it is over, ahead of any read not yet
+// called, as the pipeline sends its retries; or, past spec.hold, NAKed at
+// once with NakWithDelay, left to the server's redelivery timer. A read
+// whose last attempt failed is terminated, which stands for its
+// dead-letter (no copy is kept). The delays it asks go to spec.naks, the
+// reads it terminates to spec.gaveUp.
+func bareRetrier(e *env, spec bareSpec) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
 		labelled(ctx, sideBare, func(ctx context.Context) {
-			nc, _, cons, cerr := connect(ctx, e, "bench-bare-retrier", durable)
+			nc, _, cons, cerr := connect(ctx, e, "bench-bare", durable)
 			if cerr != nil {
 				err = cerr
 				return
 			}
-			sink, serr := httpSink(url)
+			sink, serr := httpSink(spec.url)
 			if serr != nil {
 				nc.Close()
 				err = serr
 				return
 			}
-			b := &bareClient{sink: sink, policy: policy, rnd: rnd, naks: naks, gaveUp: gaveUp,
-				fresh: make(chan jetstream.Msg), due: make(chan held, 4096), quit: make(chan struct{})}
+			b := &bareClient{bareSpec: spec, sink: sink, fresh: make(chan jetstream.Msg), due: make(chan held, 4096), quit: make(chan struct{})}
 			for range httpConcurrency {
 				b.wg.Add(1)
 				go b.work(ctx)
@@ -51,14 +49,31 @@ func bareRetrier(e *env, url string, policy retry.Policy, rnd retry.Source, naks
 				b.wg.Wait()
 				sink.CloseIdle()
 			}
-			r, err = consume(nc, cons, b.dispatch, after, jetstream.PullMaxMessages(httpConcurrency))
+			r, err = consume(nc, cons, b.dispatch, after, spec.opts...)
 		})
 		return r, err
 	}
 }
 
-// holdMax is the longest delay the bare client holds a read for itself, a
-// third of the durable's ack wait (30s).
+// bareSpec is where the bare client posts and how it retries.
+type bareSpec struct {
+	url    string
+	policy retry.Policy // its attempts, and its full-jitter delays raised to a Retry-After (DelayWithFloor)
+	rnd    retry.Source
+	// fixed, when set, is the delay of every retry instead: what a
+	// JetStream BackOff gives (the storm's baseline).
+	fixed time.Duration
+	// hold is the longest delay held in process (the matrix's: holdMax);
+	// with 0, every retry is NAKed with its delay (the storm's and the
+	// steady's baselines).
+	hold   time.Duration
+	naks   *nakCapture
+	gaveUp *seqSet
+	opts   []jetstream.PullConsumeOpt
+}
+
+// holdMax is the longest delay the matrix's bare client holds a read for
+// itself, a third of the durable's ack wait (30s).
 const holdMax = 10 * time.Second
 
 // held is a read the bare client retries itself, and its attempt.
@@ -69,15 +84,12 @@ type held struct {
 
 // bareClient is the bare client's workers: retries that are due go first.
 type bareClient struct {
-	sink   *downstream.HTTP
-	policy retry.Policy
-	rnd    retry.Source
-	naks   *nakCapture
-	gaveUp *seqSet
-	fresh  chan jetstream.Msg // reads pulled, not called yet
-	due    chan held          // reads whose retry is due
-	quit   chan struct{}
-	wg     sync.WaitGroup
+	bareSpec
+	sink  *downstream.HTTP
+	fresh chan jetstream.Msg // reads pulled, not called yet
+	due   chan held          // reads whose retry is due
+	quit  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func (b *bareClient) dispatch(m jetstream.Msg) {
@@ -135,9 +147,12 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 	if ce := (*classify.Error)(nil); errors.As(err, &ce) {
 		retryAfter = ce.RetryAfter
 	}
-	delay := b.policy.DelayWithFloor(h.attempt, b.rnd, retryAfter)
+	delay := b.fixed
+	if delay == 0 {
+		delay = b.policy.DelayWithFloor(h.attempt, b.rnd, retryAfter)
+	}
 	b.naks.record(md.Sequence.Stream, delay)
-	if delay > holdMax {
+	if delay > b.hold {
 		_ = m.NakWithDelay(delay)
 		return
 	}
