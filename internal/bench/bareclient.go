@@ -28,14 +28,8 @@ import (
 func bareRetrier(e *env, spec bareSpec) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
 		labelled(ctx, sideBare, func(ctx context.Context) {
-			nc, _, cons, cerr := connect(ctx, e, "bench-bare", durable)
-			if cerr != nil {
-				err = cerr
-				return
-			}
 			sink, serr := httpSink(spec.url)
 			if serr != nil {
-				nc.Close()
 				err = serr
 				return
 			}
@@ -44,12 +38,11 @@ func bareRetrier(e *env, spec bareSpec) starter {
 				b.wg.Add(1)
 				go b.work(ctx)
 			}
-			after := func() {
+			r, err = consume(ctx, e, "bench-bare", durable, b.dispatch, func() {
 				close(b.quit)
 				b.wg.Wait()
 				sink.CloseIdle()
-			}
-			r, err = consume(nc, cons, b.dispatch, after, spec.opts...)
+			}, spec.opts...)
 		})
 		return r, err
 	}

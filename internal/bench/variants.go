@@ -204,54 +204,36 @@ func (p product) startLabelled(ctx context.Context, e *env, durable, name string
 		done <- pipe.Run(runCtx, set.Consumer)
 		close(ended)
 	}()
-	var once sync.Once
-	var stopErr error
-	return &consumer{limiter: lim, registry: reg, running: &running{ended: ended, stop: func() error {
-		once.Do(func() {
-			cancel()
-			stopErr = errors.Join(<-done, drainConn(nc, 10*time.Second))
-			cleanup()
-		})
-		return stopErr
-	}}}, nil
+	return &consumer{limiter: lim, registry: reg, running: &running{ended: ended, stop: sync.OnceValue(func() error {
+		cancel()
+		err := errors.Join(<-done, drainConn(nc, 10*time.Second))
+		cleanup()
+		return err
+	})}}, nil
 }
 
-// stopAll joins several running variants into one: it ends when any ends.
+// stopAll joins several running variants into one: it ends when any ends,
+// and stops them all at once (a fleet stops together, and a stop may wait
+// for calls in flight).
 func stopAll(rs []*running) *running {
 	if len(rs) == 1 {
 		return rs[0]
 	}
 	ended := make(chan struct{})
 	var once sync.Once
-	var wg sync.WaitGroup
-	quit := make(chan struct{})
 	for _, r := range rs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-r.ended:
-				once.Do(func() { close(ended) })
-			case <-quit:
-			}
+		go func() { // ends with r, at the latest when stopped
+			<-r.ended
+			once.Do(func() { close(ended) })
 		}()
 	}
-	var stopOnce sync.Once
-	var stopErr error
-	return &running{ended: ended, stop: func() error {
-		stopOnce.Do(func() {
-			// Every one at once: a fleet stops together, and a stop may
-			// wait for calls in flight.
-			errs := make([]error, len(rs))
-			var stops sync.WaitGroup
-			for i, r := range rs {
-				stops.Go(func() { errs[i] = r.stop() })
-			}
-			stops.Wait()
-			close(quit)
-			wg.Wait()
-			stopErr = errors.Join(errs...)
-		})
-		return stopErr
-	}}
+	return &running{ended: ended, stop: sync.OnceValue(func() error {
+		errs := make([]error, len(rs))
+		var wg sync.WaitGroup
+		for i, r := range rs {
+			wg.Go(func() { errs[i] = r.stop() })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})}
 }
