@@ -75,6 +75,7 @@ func (r FleetRun) deadLettered() int {
 // read is settled or, with done, as soon as the engine's Stats satisfy it.
 type traffic struct {
 	backlog int
+	pending int // the durable's MaxAckPending (0: the production 10,000)
 	then    func(ctx context.Context, js jetstream.JetStream) (last uint64, err error)
 	done    func(simengine.Stats) bool
 }
@@ -104,7 +105,7 @@ func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, long
 	if last != uint64(tr.backlog) {
 		return p, fmt.Errorf("read %d is at stream sequence %d, want %d: the measures take read i for sequence i+1", tr.backlog-1, last, tr.backlog)
 	}
-	cons, err := e.durable(ctx, durable, 0)
+	cons, err := e.durable(ctx, durable, tr.pending)
 	if err != nil {
 		return p, err
 	}

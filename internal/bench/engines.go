@@ -295,14 +295,18 @@ func (m *matrix) drain(srv *simengine.Server, tr traffic, longest time.Duration,
 
 func backlogTraffic(n int) string { return fmt.Sprintf("backlog %d", n) }
 
-// trickle publishes rate reads a second for d once the fleet runs.
-func trickle(rate int, d time.Duration) func(context.Context, jetstream.JetStream) (uint64, error) {
+// trickle publishes rate reads a second for d once the variant runs;
+// seqs, when set, gets the stream sequence of each.
+func trickle(rate int, d time.Duration, seqs *[]uint64) func(context.Context, jetstream.JetStream) (uint64, error) {
 	return func(ctx context.Context, js jetstream.JetStream) (uint64, error) {
-		seqs, err := publishPaced(ctx, js, rate, d)
-		if err != nil || len(seqs) == 0 {
+		s, err := publishPaced(ctx, js, rate, d)
+		if seqs != nil {
+			*seqs = s
+		}
+		if err != nil || len(s) == 0 {
 			return 0, err
 		}
-		return seqs[len(seqs)-1], nil
+		return s[len(s)-1], nil
 	}
 }
 
@@ -365,7 +369,7 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 	n, tr, longest := m.cfg.EnginesN, traffic{backlog: m.cfg.EnginesN}, m.longest(m.cfg.EnginesN, c.wait)
 	cell.Traffic = backlogTraffic(n)
 	if c.trickled {
-		n, tr, longest = int(int64(m.cfg.EnginesRate)*int64(m.p.Trickle)/int64(time.Second)), traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle)}, m.p.Trickle+m.longest(0, c.wait)
+		n, tr, longest = int(int64(m.cfg.EnginesRate)*int64(m.p.Trickle)/int64(time.Second)), traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle, nil)}, m.p.Trickle+m.longest(0, c.wait)
 		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
 	}
 	cell.Reads = n

@@ -60,45 +60,26 @@ func runSteady(ctx context.Context, e *env, cfg Config) (*Steady, error) {
 }
 
 func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serverSide bool) (SteadyVariant, int, error) {
-	if err := e.reset(ctx); err != nil {
-		return SteadyVariant{}, 0, err
-	}
 	re, err := failingOnce(ctx, failsOnce)
 	if err != nil {
 		return SteadyVariant{}, 0, err
 	}
 	defer re.Close()
-	const durable = "steady"
-	cons, err := e.durable(ctx, durable, steadyMaxAckPending)
-	if err != nil {
-		return SteadyVariant{}, 0, err
-	}
-	defer e.drop(context.WithoutCancel(ctx), durable)
 	naks := newNakCapture()
 	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), sink: httpSinks(re.URL), log: naks})
 	if serverSide {
 		start = bareRetrier(e, bareSpec{url: re.URL, policy: config.Default().Retry.Policy(), rnd: retry.NewRand(uint64(time.Now().UnixNano())),
 			naks: naks, gaveUp: newSeqSet()})
 	}
-	r, err := start(ctx, durable)
-	if err != nil {
-		return SteadyVariant{}, 0, err
-	}
 	var seqs []uint64
-	labelled(ctx, sidePublisher, func(ctx context.Context) { seqs, err = publishPaced(ctx, e.js, rate, d) })
-	if err == nil && len(seqs) == 0 {
-		err = errors.New("nothing published")
-	}
-	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		_, err = e.waitAcked(wctx, cons, seqs[len(seqs)-1], 10*time.Millisecond, r.ended)
-		cancel()
-	}
-	if serr := r.stop(); serr != nil {
-		err = errors.Join(err, fmt.Errorf("stop: %w", serr))
-	}
-	if err != nil {
+	p, err := e.drive(ctx, re, traffic{pending: steadyMaxAckPending, then: trickle(rate, d, &seqs)}, d+time.Minute, "steady", start)
+	switch {
+	case err != nil:
 		return SteadyVariant{}, 0, err
+	case len(seqs) == 0:
+		return SteadyVariant{}, 0, errors.New("nothing published")
+	case !p.drained:
+		return SteadyVariant{}, 0, fmt.Errorf("not every read acked in %s", d+time.Minute)
 	}
 	return steadyOutcome(re.Ledger(), seqs, naks), len(seqs), nil
 }
