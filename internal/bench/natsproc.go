@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -26,24 +25,6 @@ type natsProc struct {
 	version string
 	stderr  *tail
 	exited  chan error
-}
-
-// BuildNATSServer builds the nats-server of the module's go.mod
-// (github.com/nats-io/nats-server/v2, a dependency, so from the module
-// cache) into dir and returns its path: the process scenario's server.
-func BuildNATSServer(ctx context.Context, dir string) (string, error) {
-	mod, err := moduleDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nats-server")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/nats-io/nats-server/v2")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build nats-server: %w\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // startNATSProc starts bin with JetStream on a free loopback port and waits
@@ -136,17 +117,4 @@ func freeAddr() (string, error) {
 		return "", fmt.Errorf("free port: %w", err)
 	}
 	return addr, nil
-}
-
-// moduleDir is the directory of the go.mod the working directory is in.
-func moduleDir(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the meter-consumer module: run from its checkout")
-	}
-	return filepath.Dir(mod), nil
 }

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/meterline/meter-consumer/internal/natstest"
 )
 
 // Report is everything one run measured.
@@ -56,13 +61,18 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	// needs no in-process server idling beside its engine.
 	var e *env
 	if slices.ContainsFunc(rep.Config.Scenarios, func(s string) bool { return s != ScenarioProcess }) {
-		var srv *Server
-		labelled(ctx, sideServer, func(context.Context) { srv, err = StartServer() })
-		if err != nil {
-			return nil, err
+		dir, derr := os.MkdirTemp("", "meter-bench-*")
+		if derr != nil {
+			return nil, fmt.Errorf("bench: store dir: %w", derr)
 		}
-		defer func() { err = errors.Join(err, srv.Close()) }()
-		if e, err = newEnv(srv.URL()); err != nil {
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+		var srv *server.Server
+		labelled(ctx, sideServer, func(context.Context) { srv, err = natstest.Serve(natstest.Options(dir)) })
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+		if e, err = newEnv(srv.ClientURL()); err != nil {
 			return nil, err
 		}
 		defer e.close()
