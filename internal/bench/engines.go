@@ -350,7 +350,7 @@ func (m *matrix) capacity(r int) (EngineCell, error) {
 // the policy may make a read wait past its chain of delays.
 type readsCell struct {
 	kind, engine     string
-	mix              PartialMix
+	mix              readMix
 	shape            LatencyShape
 	atOnce, trickled bool
 	replicas         int

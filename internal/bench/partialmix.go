@@ -21,24 +21,15 @@ const (
 	throttled                 // its account's: 429 with Retry-After: 60 to its first call, 200 after
 )
 
-// PartialMix is the share of the reads of each kind in a read mix; the rest
-// are healthy.
-type PartialMix struct {
-	Name      string  `json:"name"`
-	FailOnce  float64 `json:"fail_once_503"`
-	TooMany   float64 `json:"once_429_retry_after_1s"`
-	AlwaysBad float64 `json:"always_503"`
-	// Throttled reads are one account's, over its quota: 429 with
-	// Retry-After: 60 to their first call.
-	Throttled float64 `json:"one_account_429_retry_after_60s,omitempty"`
-}
+// readMix is the share of the reads of each kind; the rest are healthy.
+type readMix map[readKind]float64
 
-// The engine matrix's read mixes.
+// The engine matrix's read mixes; accountMix is one account over its
+// quota: a twentieth of the reads.
 var (
-	healthyMix = PartialMix{Name: "healthy"}
-	partialMix = PartialMix{Name: "partial", FailOnce: 0.15, TooMany: 0.03, AlwaysBad: 0.05}
-	// accountMix is one account over its quota: a twentieth of the reads.
-	accountMix = PartialMix{Name: "one account throttled", Throttled: 0.05}
+	healthyMix = readMix{}
+	partialMix = readMix{failOnce: 0.15, tooMany: 0.03, alwaysBad: 0.05}
+	accountMix = readMix{throttled: 0.05}
 )
 
 // retryAfterAsked is the Retry-After the 429 reads are answered with;
@@ -51,16 +42,13 @@ const (
 // kinds gives each of reads 0..n-1 its kind: exactly round(share x n) of
 // each, chosen by a permutation drawn from seed, so the mix is exact and the
 // same for every variant of a run.
-func (m PartialMix) kinds(n int, seed uint64) []readKind {
+func (m readMix) kinds(n int, seed uint64) []readKind {
 	out := make([]readKind, n)
 	perm := rand.New(rand.NewPCG(seed, 0x9a7)).Perm(n)
 	at := 0
-	for _, k := range []struct {
-		kind  readKind
-		share float64
-	}{{failOnce, m.FailOnce}, {tooMany, m.TooMany}, {alwaysBad, m.AlwaysBad}, {throttled, m.Throttled}} {
-		for range int(math.Round(k.share * float64(n))) {
-			out[perm[at]] = k.kind
+	for _, k := range []readKind{failOnce, tooMany, alwaysBad, throttled} {
+		for range int(math.Round(m[k] * float64(n))) {
+			out[perm[at]] = k
 			at++
 		}
 	}
@@ -113,16 +101,16 @@ func refusal(kinds []readKind) func(key string, n int) (int, http.Header) {
 // LatencyShape is how long the engine matrix's engine takes to answer,
 // whatever the load: it has no limit on its servers, so nothing queues.
 type LatencyShape struct {
-	Name string `json:"name"`
+	Name string
 	// ServiceTime spread by Jitter (simengine's options): uniform in
 	// ServiceTime x [1-Jitter, 1+Jitter].
-	ServiceTime time.Duration `json:"service_time_ns"`
-	Jitter      float64       `json:"jitter"`
+	ServiceTime time.Duration
+	Jitter      float64
 	// TailShare of the calls, drawn per call from the key, the call number
 	// and the seed (simengine's Delay), take Tail in all instead of
 	// ServiceTime, when set.
-	TailShare float64       `json:"tail_share,omitempty"`
-	Tail      time.Duration `json:"tail_ns,omitempty"`
+	TailShare float64
+	Tail      time.Duration
 }
 
 // The engine matrix's latency shapes.
