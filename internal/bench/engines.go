@@ -673,7 +673,7 @@ func (m *matrix) down(r int) (EngineCell, error) {
 	}
 	cell := EngineCell{Kind: cellDown, Engine: fmt.Sprintf("down for %s (503 at once to every call), then %s", m.cfg.EnginesDown, uniformShape.Name),
 		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), DownCalls: calls.Load()}
-	last, billed := lastBilled(srv.Ledger())
+	billed, last := bills(srv.Ledger(), time.Time{})
 	cell.AllBilled = billed >= n
 	if h := healed.Load(); h != 0 && cell.AllBilled {
 		cell.Recovery = last.Sub(time.Unix(0, h))

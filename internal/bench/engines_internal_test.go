@@ -145,7 +145,7 @@ func TestBilledFrom(t *testing.T) {
 	assert.Equal(t, 4, n, "nothing past 5s: the phase from its start")
 	assert.InDelta(t, 4/3.0, perSec, 1e-9)
 
-	last, count := lastBilled(ledger)
+	count, last := bills(ledger, time.Time{})
 	assert.Equal(t, at(3000), last)
 	assert.Equal(t, 4, count)
 }

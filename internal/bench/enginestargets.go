@@ -126,27 +126,10 @@ func attemptsMet(callsMin, callsMax, attempts, exhausted, total int) bool {
 // them. A phase billed entirely before from is measured from start instead
 // (a run too small to measure past its first second).
 func billedFrom(ledger map[string][]simengine.Call, start, from time.Time) (billed int, perSec float64) {
-	count := func(since time.Time) (int, time.Time) {
-		n, last := 0, time.Time{}
-		for _, calls := range ledger {
-			for _, c := range calls {
-				if c.Outcome != simengine.Billed {
-					continue
-				}
-				if at := answered(c); !at.Before(since) {
-					n++
-					if at.After(last) {
-						last = at
-					}
-				}
-			}
-		}
-		return n, last
-	}
-	n, last := count(from)
+	n, last := bills(ledger, from)
 	if n == 0 {
 		from = start
-		n, last = count(from)
+		n, last = bills(ledger, from)
 	}
 	if n == 0 || !last.After(from) {
 		return n, 0
@@ -154,20 +137,18 @@ func billedFrom(ledger map[string][]simengine.Call, start, from time.Time) (bill
 	return n, float64(n) / last.Sub(from).Seconds()
 }
 
-// lastBilled is when the last bill of the ledger was answered (zero for
-// none), and how many bills there were.
-func lastBilled(ledger map[string][]simengine.Call) (time.Time, int) {
-	var last time.Time
-	n := 0
+// bills counts the bills of the ledger answered at or after since, and
+// says when the last of them was (zero for none).
+func bills(ledger map[string][]simengine.Call, since time.Time) (n int, last time.Time) {
 	for _, calls := range ledger {
 		for _, c := range calls {
-			if c.Outcome == simengine.Billed {
+			if at := answered(c); c.Outcome == simengine.Billed && !at.Before(since) {
 				n++
-				if at := answered(c); at.After(last) {
+				if at.After(last) {
 					last = at
 				}
 			}
 		}
 	}
-	return last, n
+	return n, last
 }

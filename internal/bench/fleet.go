@@ -56,7 +56,7 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 	f := &fleet{}
 	var rs []*running
 	for i := range spec.replicas {
-		p := product{cfg: replicaConfig(spec.policy), sink: httpSinks(spec.url), log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
+		p := product{cfg: replicaConfig(spec.policy), url: spec.url, log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
 		c, err := p.start(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i))
 		if err != nil {
 			return nil, joinStop(err, stopAll(rs))

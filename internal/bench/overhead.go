@@ -66,7 +66,7 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 			decodeRuns = append(decodeRuns, r)
 			pc := isolatedConfig(row.Pull, retry.Policy{})
 			pc.Breaker.Enabled = row.Breaker // with the binary's defaults
-			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, product{cfg: pc, sink: noop}))
+			r, err = e.drain(ctx, fmt.Sprintf("ours-%d-%d", i, round), 0, cfg.N, last, ours(e, product{cfg: pc}))
 			if err != nil {
 				return nil, err
 			}

@@ -66,7 +66,7 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 	}
 	defer re.Close()
 	naks := newNakCapture()
-	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), sink: httpSinks(re.URL), log: naks})
+	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), url: re.URL, log: naks})
 	if serverSide {
 		start = bareRetrier(e, bareSpec{url: re.URL, policy: config.Default().Retry.Policy(), rnd: retry.NewRand(uint64(time.Now().UnixNano())),
 			naks: naks, gaveUp: newSeqSet()})

@@ -48,7 +48,7 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 	out := &Storm{N: cfg.StormN, MaxAckPending: stormMaxAckPending, Band: stormDelay, Window: spreadWindow}
 	jitter := func(url string) starter {
 		pc := isolatedConfig(0, retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6})
-		return ours(e, product{cfg: pc, sink: httpSinks(url)})
+		return ours(e, product{cfg: pc, url: url})
 	}
 	fixed := func(url string) starter {
 		return bareRetrier(e, bareSpec{url: url, policy: retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}, fixed: stormDelay,

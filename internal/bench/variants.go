@@ -73,9 +73,10 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 // configuration and its parts, on a connection of its own.
 type product struct {
 	cfg config.Config
-	// sink makes the consumer's sink, a fresh one each start; one with
-	// CloseIdle has its idle connections closed when the consumer stops.
-	sink func() (service.Sink, error)
+	// url is where its HTTP sink posts; without, its sink is the
+	// product's no-op one, which reports the bound of its calls as the
+	// HTTP sink does (the overhead's).
+	url string
 	// log, when set, receives the consumer's log records (at the levels it
 	// enables) instead of the JSON logger at info writing nowhere.
 	log slog.Handler
@@ -123,15 +124,6 @@ func httpSink(url string) (*downstream.HTTP, error) {
 	return h, nil
 }
 
-// httpSinks makes an HTTP sink to url for each start of a product.
-func httpSinks(url string) func() (service.Sink, error) {
-	return func() (service.Sink, error) { return httpSink(url) }
-}
-
-// noop makes the sink of the overhead scenario: the product's own no-op
-// sink, which reports the bound of its calls as the HTTP sink does.
-func noop() (service.Sink, error) { return downstream.Discard{}, nil }
-
 // ours starts p's consumer on the durable, named bench-ours.
 func ours(e *env, p product) starter {
 	return func(ctx context.Context, durable string) (*running, error) {
@@ -173,14 +165,15 @@ func (p product) startLabelled(ctx context.Context, e *env, durable, name string
 	if !p.records {
 		set.Records = stream.KVRecords{}
 	}
-	sink, err := p.sink()
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
+	var sink service.Sink = downstream.Discard{}
 	cleanup := func() {}
-	if idle, ok := sink.(interface{ CloseIdle() }); ok {
-		cleanup = idle.CloseIdle
+	if p.url != "" {
+		h, err := httpSink(p.url)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		sink, cleanup = h, h.CloseIdle
 	}
 	logger := discardLogger()
 	if p.log != nil {
