@@ -141,28 +141,11 @@ func Defaults() Config {
 // (base 20ms, cap 100ms, 4 attempts), so that its always-failing reads
 // exhaust in well under a second, one replica where its rows have 1 and 4.
 func Smoke() Config {
-	return Config{
-		N:             2_000,
-		Pulls:         []int{32, 64, 128, 256},
-		StormN:        500,
-		SteadyFor:     2 * time.Second,
-		SteadyRate:    1000,
-		Replicas:      []int{1, 4},
-		ProcessN:      300,
-		ProcessRounds: 2,
-		Seed:          20261130,
-
-		EnginesN:            200,
-		EnginesCapacityN:    400,
-		EnginesRate:         10,
-		EnginesPolicies:     []EnginesPolicy{smokeEnginesPolicy()},
-		EnginesFleets:       []int{1},
-		EnginesDown:         time.Second,
-		EnginesJoinFor:      time.Second,
-		EnginesThrottleWait: time.Second,
-		EnginesSwitchAfter:  time.Second,
-		EnginesSlack:        2 * time.Second,
-	}
+	c := Defaults()
+	c.N, c.StormN, c.SteadyFor, c.SteadyRate, c.Replicas, c.ProcessN, c.ProcessRounds = 2_000, 500, 2*time.Second, 1000, []int{1, 4}, 300, 2
+	c.EnginesN, c.EnginesCapacityN, c.EnginesPolicies, c.EnginesFleets = 200, 400, []EnginesPolicy{smokeEnginesPolicy()}, []int{1}
+	c.EnginesDown, c.EnginesJoinFor, c.EnginesThrottleWait, c.EnginesSwitchAfter, c.EnginesSlack = time.Second, time.Second, time.Second, time.Second, 2*time.Second
+	return c
 }
 
 // smokeEnginesPolicy is the smoke run's only policy for the engine matrix:

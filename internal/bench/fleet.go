@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -59,7 +60,7 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 		p := product{cfg: replicaConfig(spec.policy), url: spec.url, log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
 		c, err := p.start(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i))
 		if err != nil {
-			return nil, joinStop(err, stopAll(rs))
+			return nil, errors.Join(err, stopAll(rs).stop())
 		}
 		rs = append(rs, c.running)
 		f.regs = append(f.regs, c.registry)
@@ -67,16 +68,6 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 	}
 	f.running = stopAll(rs)
 	return f, nil
-}
-
-func joinStop(err error, r *running) error {
-	if r == nil {
-		return err
-	}
-	if serr := r.stop(); serr != nil {
-		return fmt.Errorf("%w (stop: %w)", err, serr)
-	}
-	return err
 }
 
 // limitSum is the fleet's calls allowed in flight now: the sum of its
