@@ -386,30 +386,52 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 		return cell, err
 	}
 	defer srv.Close()
-	run, mr, err := productMix(m.ctx, m.e, srv, kinds, seed, c.policy, longest, fleetSpec{replicas: c.replicas}, tr, m.durable(c.kind, c.replicas))
+	// The fleet logs to a nakCapture enabled at debug, for the delay of
+	// each "nak" line (no metric says which read was asked which delay):
+	// the consumer then writes a debug line for every read it settles,
+	// which the capture drops at once.
+	naks := newNakCapture()
+	f, err := drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(c.kind, c.replicas),
+		fleetSpec{replicas: c.replicas, seed: seed + 1<<20, policy: c.policy, log: naks})
 	if err != nil {
 		return cell, err
 	}
-	cell.Product = mr.fleet
+	dead, err := deadLetteredReads(m.ctx, m.e)
+	if err != nil {
+		return cell, err
+	}
+	ledger := srv.Ledger()
+	run := partialOutcome{ledger: ledger, kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks,
+		deadLettered: func(i int) bool { _, ok := dead[i]; return ok }}.measure()
+	cell.Product = f
 	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
 	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
-	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, mr.dead)
+	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, dead)
 	if c.recall != healthy {
-		cell.Recall = recallGaps(mr.ledger, kinds, c.recall)
+		cell.Recall = recallGaps(ledger, kinds, c.recall)
 	}
 	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
 	return cell, nil
 }
 
-// bare drains kinds with the bare client from a fresh engine of shape,
-// until until holds for the engine, or the cell's deadline.
+// bare drains kinds with the bare client (bareRetrier) and policy from a
+// fresh engine of shape, until until holds for the engine, or the cell's
+// deadline.
 func (m *matrix) bare(shape LatencyShape, kinds []readKind, seed uint64, atOnce bool, policy retry.Policy, until func(simengine.Stats) bool) (PartialRun, error) {
 	srv, err := mixEngine(m.ctx, shape, kinds, seed, atOnce)
 	if err != nil {
 		return PartialRun{}, err
 	}
 	defer srv.Close()
-	return bareMix(m.ctx, m.e, srv, kinds, seed, policy, m.longest(len(kinds), policy.MaxServerWait), until)
+	naks, gaveUp := newNakCapture(), newSeqSet()
+	p, err := m.e.drive(m.ctx, srv, traffic{backlog: len(kinds), done: until}, m.longest(len(kinds), policy.MaxServerWait), fmt.Sprintf("partial-bare-%d", seed),
+		bareRetrier(m.e, bareSpec{url: srv.URL, policy: policy, rnd: retry.NewRand(seed + 2<<20), hold: holdMax, naks: naks, gaveUp: gaveUp,
+			opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}}))
+	if err != nil {
+		return PartialRun{}, err
+	}
+	return partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: p.started, elapsed: p.elapsed, naks: naks,
+		deadLettered: func(i int) bool { return gaveUp.has(uint64(i + 1)) }}.measure(), nil
 }
 
 // mix is the partial mix (15% 503 once, 3% 429 Retry-After: 1 once, 5%

@@ -64,9 +64,8 @@ func TestPartialOutcome(t *testing.T) {
 	naks := newNakCapture()
 	naks.delays[2] = []asked{{at: at(16), delay: 50 * time.Millisecond}}
 	naks.delays[3] = []asked{{at: at(11), delay: 40 * time.Millisecond}, {at: at(71), delay: 200 * time.Millisecond}}
-	var run PartialRun
-	partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks,
-		deadLettered: func(i int) bool { return i == 2 }}.measure(&run)
+	run := partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks,
+		deadLettered: func(i int) bool { return i == 2 }}.measure()
 
 	assert.Equal(t, 2, run.Healthy)
 	assert.Equal(t, 2, run.HealthyBilled)
@@ -84,9 +83,8 @@ func TestPartialOutcome(t *testing.T) {
 func TestPartialOutcomeNotDrained(t *testing.T) {
 	kinds := []readKind{healthy, healthy, alwaysBad}
 	ledger := map[string][]simengine.Call{Key(0): {{At: time.Unix(1, 0), Outcome: simengine.Billed}}}
-	var run PartialRun
-	partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
-		deadLettered: func(int) bool { return false }}.measure(&run)
+	run := partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
+		deadLettered: func(int) bool { return false }}.measure()
 	assert.False(t, run.HealthyDone)
 	assert.Equal(t, 4*time.Second, run.HealthyElapsed, "the deadline, when some healthy read was not billed")
 	assert.InDelta(t, 0.25, run.Goodput, 1e-9)

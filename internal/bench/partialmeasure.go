@@ -11,6 +11,40 @@ import (
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
+// PartialRun is how the product or the bare client drained a cell of the
+// engine matrix, read from the engine's ledger (partialOutcome).
+type PartialRun struct {
+	// Healthy reads (200 to every call); HealthyBilled of them billed, the
+	// last of them at HealthyElapsed from the start (HealthyDone), or the
+	// deadline when some were not; Goodput is HealthyBilled /
+	// HealthyElapsed.
+	Healthy, HealthyBilled int
+	HealthyDone            bool
+	HealthyElapsed         time.Duration
+	Goodput                float64
+	// Lateness of each retry: from the answer of the failed call to the
+	// read's next call, less the delay the variant asked for it.
+	Lateness Lateness
+	// The reads that always fail: the fewest and most calls of one.
+	AlwaysBad, AlwaysCallsMin, AlwaysCallsMax int
+	// BillableDeadLettered reads were dead-lettered though the engine
+	// would have billed them.
+	BillableDeadLettered int
+}
+
+// mixEngine serves an engine of shape, answering the reads as their kinds
+// say, seeded from seed: their failures at once (Refuse) when atOnce, or
+// once served (Answer), after the shape's service time.
+func mixEngine(ctx context.Context, shape LatencyShape, kinds []readKind, seed uint64, atOnce bool) (*simengine.Server, error) {
+	o := shape.options(seed)
+	if atOnce {
+		o.Refuse = refusal(kinds)
+	} else {
+		o.Answer = answer(kinds)
+	}
+	return serveEngine(ctx, o)
+}
+
 // Lateness is how late a variant's retries were: Count measured, Missing
 // that could not be (no delay asked is known for the failed call, or the
 // read was not called again before the variant stopped).
@@ -33,8 +67,8 @@ type partialOutcome struct {
 	deadLettered func(i int) bool
 }
 
-// measure fills the figures of run that come from the ledger.
-func (o partialOutcome) measure(run *PartialRun) {
+// measure reads the variant's figures from the ledger.
+func (o partialOutcome) measure() (run PartialRun) {
 	var late []time.Duration
 	var lastHealthy time.Time
 	run.AlwaysCallsMin = math.MaxInt
@@ -73,6 +107,7 @@ func (o partialOutcome) measure(run *PartialRun) {
 	if run.HealthyElapsed > 0 {
 		run.Goodput = float64(run.HealthyBilled) / run.HealthyElapsed.Seconds()
 	}
+	return run
 }
 
 // lateness appends, for each delay asked for the read at seq, the time from
