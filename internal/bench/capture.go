@@ -62,17 +62,6 @@ func (c *nakCapture) record(seq uint64, delay time.Duration) {
 func (c *nakCapture) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c *nakCapture) WithGroup(string) slog.Handler      { return c }
 
-// delay returns the last delay asked for the read at stream sequence seq.
-func (c *nakCapture) delay(seq uint64) (time.Duration, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d := c.delays[seq]
-	if len(d) == 0 {
-		return 0, false
-	}
-	return d[len(d)-1].delay, true
-}
-
 // all returns every delay asked for the read at stream sequence seq, in the
 // order they were asked.
 func (c *nakCapture) all(seq uint64) []asked {

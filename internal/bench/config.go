@@ -6,8 +6,6 @@ import (
 	"io"
 	"slices"
 	"time"
-
-	"github.com/meterline/meter-consumer/config"
 )
 
 // Scenario names, in the order Run runs them.
@@ -152,9 +150,7 @@ func Smoke() Config {
 // the production policy with a base of 20ms, a cap of 100ms and 4 attempts,
 // its trickles 2s.
 func smokeEnginesPolicy() EnginesPolicy {
-	p := config.Default().Retry.Policy()
-	p.Base, p.Cap, p.MaxAttempts = 20*time.Millisecond, 100*time.Millisecond, 4
-	return EnginesPolicy{Name: "smoke", Policy: p, Trickle: 2 * time.Second}
+	return enginesPolicy("smoke", 20*time.Millisecond, 100*time.Millisecond, 4, 2*time.Second)
 }
 
 // Validate reports an unknown scenario or a size out of range.

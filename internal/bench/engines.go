@@ -30,14 +30,19 @@ type EnginesPolicy struct {
 
 // productionPolicy and shortPolicy are the two policies of the matrix: the
 // binary's defaults, and the short delays of issue 39's measures.
-func productionPolicy() EnginesPolicy {
-	return EnginesPolicy{Name: "production", Policy: config.Default().Retry.Policy(), Trickle: 15 * time.Second}
+func productionPolicy() EnginesPolicy { return enginesPolicy("production", 0, 0, 0, 15*time.Second) }
+func shortPolicy() EnginesPolicy {
+	return enginesPolicy("short", 50*time.Millisecond, 400*time.Millisecond, 4, 10*time.Second)
 }
 
-func shortPolicy() EnginesPolicy {
+// enginesPolicy is the production retry policy named name, with base, cap
+// and attempts when base is set, its trickles trickle long.
+func enginesPolicy(name string, base, cap time.Duration, attempts int, trickle time.Duration) EnginesPolicy {
 	p := config.Default().Retry.Policy()
-	p.Base, p.Cap, p.MaxAttempts = 50*time.Millisecond, 400*time.Millisecond, 4
-	return EnginesPolicy{Name: "short", Policy: p, Trickle: 10 * time.Second}
+	if base > 0 {
+		p.Base, p.Cap, p.MaxAttempts = base, cap, attempts
+	}
+	return EnginesPolicy{Name: name, Policy: p, Trickle: trickle}
 }
 
 // EnginesPolicyNames are the policies EnginesPolicyNamed knows.

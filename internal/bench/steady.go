@@ -102,11 +102,12 @@ func steadyOutcome(ledger map[string][]simengine.Call, seqs []uint64, naks *nakC
 			v.Missing++
 			continue
 		}
-		asked, ok := naks.delay(seqs[i])
-		if !ok {
+		all := naks.all(seqs[i])
+		if len(all) == 0 {
 			v.Missing++
 			continue
 		}
+		asked := all[len(all)-1].delay
 		first, second := calls[0].At, calls[1].At
 		due := first.Add(asked)
 		if len(seconds) == 0 || due.Before(firstDue) {
