@@ -26,10 +26,9 @@
 //     40% of all calls failed at random whatever the load, a replica
 //     joining an engine kept full by four other clients, and an engine down
 //     for 10s; each cell drained by the production pipeline (startFleet:
-//     service.Pipeline of config.Default()), after a bare HTTP client
-//     (bareRetrier) on the same backlog and engine shape where its target
-//     is a share of the bare client's goodput, and judged against its
-//     target;
+//     service.Pipeline of config.Default()), after the bare client on the
+//     same backlog and engine shape where its target is a share of the bare
+//     client's goodput, and judged against its target;
 //   - process: the consumer binary and a bare consumer (Consume with a pull
 //     of 500, 32 workers POSTing each body with its key, Ack), each run as
 //     a process of its own, alternately, against a nats-server process (not
@@ -39,6 +38,14 @@
 //
 // What the fault suite (internal/reliability) checks, outages and the retry
 // budget, and what internal/audit's tests check, is not measured here.
+//
+// The baselines in process are one bare client (bareRetrier: the product's
+// HTTP sink, 32 goroutines, no limit, budget or breaker), which holds its
+// retries (the matrix's) or NAKs them with their delay (the storm's and
+// the steady's), and the overhead's Consume loops (bare, fan-out, fan-out
+// decoding). Every variant of the matrix and the steady drains through
+// env.drive; the overhead's and the storm's through env.drain, which
+// measures the process CPU.
 //
 // Every consumer of ours the bench runs is built by service.Pipeline, the
 // binary's own wiring, from a configuration (see product); the overhead's,
