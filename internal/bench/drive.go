@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,7 +76,8 @@ func (r FleetRun) deadLettered() int {
 // read is settled or, with done, as soon as the engine's Stats satisfy it.
 type traffic struct {
 	backlog int
-	pending int // the durable's MaxAckPending (0: the production 10,000)
+	pending int           // the durable's MaxAckPending (0: the production 10,000)
+	poll    time.Duration // how often the durable's ack floor is read (0: 20ms)
 	then    func(ctx context.Context, js jetstream.JetStream) (last uint64, err error)
 	done    func(simengine.Stats) bool
 }
@@ -126,7 +128,7 @@ func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, long
 	case tr.done != nil:
 		err = srv.Await(wctx, tr.done)
 	default:
-		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended)
+		_, err = e.waitAcked(wctx, cons, last, cmp.Or(tr.poll, 20*time.Millisecond), r.ended)
 	}
 	cancel()
 	p.elapsed = time.Since(p.started)
