@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // Storm is a backlog of reads that all fail once with a 503, redelivered
@@ -101,4 +103,16 @@ func bounds(ts []time.Time) (lo, hi time.Time) {
 		}
 	}
 	return lo, hi
+}
+
+// failingOnce serves the storm and steady scenarios' engine: of unlimited
+// capacity, answering 503 to the first call of a key fail selects and 200
+// to the rest, keeping the calls of the keys fail selects and of no other.
+func failingOnce(ctx context.Context, fail func(key string) bool) (*simengine.Server, error) {
+	return serveEngine(ctx, simengine.Options{Keep: fail, Answer: func(key string, n int) (int, http.Header) {
+		if n == 1 && fail(key) {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	}})
 }
