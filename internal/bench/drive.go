@@ -128,7 +128,7 @@ func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, long
 	case tr.done != nil:
 		err = srv.Await(wctx, tr.done)
 	default:
-		_, err = e.waitAcked(wctx, cons, last, cmp.Or(tr.poll, 20*time.Millisecond), r.ended)
+		_, err = e.waitAcked(wctx, cons, last, cmp.Or(tr.poll, 20*time.Millisecond), r.ended, nil)
 	}
 	cancel()
 	p.elapsed = time.Since(p.started)

@@ -103,9 +103,10 @@ func (e *env) drop(ctx context.Context, name string) {
 var errEnded = errors.New("stopped consuming before the backlog was settled")
 
 // waitAcked polls the durable every `every` until its ack floor reaches
-// last, ctx ends, or ended is closed. It returns the longest time the floor
-// did not move: a stalled pull shows up there.
-func (e *env) waitAcked(ctx context.Context, cons jetstream.Consumer, last uint64, every time.Duration, ended <-chan struct{}) (time.Duration, error) {
+// last, ctx ends, or ended is closed, giving each floor read to seen (when
+// set; an error from it ends the wait). It returns the longest time the
+// floor did not move: a stalled pull shows up there.
+func (e *env) waitAcked(ctx context.Context, cons jetstream.Consumer, last uint64, every time.Duration, ended <-chan struct{}, seen func(floor uint64) error) (time.Duration, error) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var floor uint64
@@ -118,6 +119,11 @@ func (e *env) waitAcked(ctx context.Context, cons jetstream.Consumer, last uint6
 				floor, moved = info.AckFloor.Stream, time.Now()
 			}
 			stall = max(stall, time.Since(moved))
+			if seen != nil {
+				if err := seen(floor); err != nil {
+					return stall, err
+				}
+			}
 			if floor >= last {
 				return stall, nil
 			}

@@ -79,7 +79,7 @@ func (e *env) drain(ctx context.Context, durable string, maxAckPending, n int, l
 		if r, err = start(ctx, durable); err != nil {
 			return err
 		}
-		stall, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, r.ended)
+		stall, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, r.ended, nil)
 		return err
 	})
 	res.stall = stall

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -98,14 +99,12 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	if err := cmd.Start(); err != nil {
 		return r, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
+	exited := make(chan struct{}) // closed once exitErr is set
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		_ = cmd.Process.Kill() // if it still runs
+		<-exited
 	}()
 
 	sample := func(w *window) error {
@@ -130,35 +129,31 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	var profiled <-chan error = none
 	ctx, cancel := context.WithTimeout(ctx, drainTimeout(n))
 	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		info, err := infoWithin(ctx, cons, infoTimeout)
-		if err == nil {
-			floor := info.AckFloor.Stream
-			if floor >= last || (first == nil && floor > 0) {
-				w := &window{at: time.Now(), floor: floor}
-				if err := sample(w); err != nil {
-					return r, fmt.Errorf("%w; stderr: %s", err, stderr)
-				}
-				if floor >= last {
-					end = w
-					break
-				}
-				first = w
-				if pprofAddr != "" {
-					profiled = p.profile(ctx, pprofAddr, round)
-				}
-			}
+	// A window opens at the first floor read that moved, and closes at the
+	// one that reached the last read.
+	_, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, exited, func(floor uint64) error {
+		if floor < last && (first != nil || floor == 0) {
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return r, fmt.Errorf("drain: %w; stderr: %s", ctx.Err(), stderr)
-		case err := <-exited:
-			stopped = true
-			return r, fmt.Errorf("%s exited before the backlog was acked (%v); stderr: %s", name, err, stderr)
-		case <-tick.C:
+		w := &window{at: time.Now(), floor: floor}
+		if err := sample(w); err != nil {
+			return err
 		}
+		if floor >= last {
+			end = w
+			return nil
+		}
+		first = w
+		if pprofAddr != "" {
+			profiled = p.profile(ctx, pprofAddr, round)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errEnded):
+		return r, fmt.Errorf("%s exited before the backlog was acked (%v); stderr: %s", name, exitErr, stderr)
+	case err != nil:
+		return r, fmt.Errorf("drain: %w; stderr: %s", err, stderr)
 	}
 	r.From = "first ack"
 	if first == nil {
@@ -188,14 +183,15 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return r, fmt.Errorf("SIGTERM: %w", err)
 	}
-	r.Exit = "exit status 0"
 	select {
-	case err = <-exited:
+	case <-exited:
+		err = exitErr
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
-		err = fmt.Errorf("killed after 30s: %w", <-exited)
+		<-exited
+		err = fmt.Errorf("killed after 30s: %w", exitErr)
 	}
-	stopped = true
+	r.Exit = "exit status 0"
 	if err != nil {
 		r.Exit = err.Error()
 	}
