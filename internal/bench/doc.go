@@ -43,8 +43,9 @@
 // HTTP sink, 32 goroutines, no limit, budget or breaker), which holds its
 // retries (the matrix's) or NAKs them with their delay (the storm's and
 // the steady's), and the overhead's Consume loops (bare, fan-out, fan-out
-// decoding). Every variant drains through env.drive but the overhead's,
-// which drain one backlog through env.drain, measuring the process CPU.
+// decoding). Every variant of the matrix and the steady drains through
+// env.drive; the overhead's and the storm's through env.drain, which
+// measures the process CPU.
 //
 // Every consumer of ours the bench runs is built by service.Pipeline, the
 // binary's own wiring, from a configuration (see product); the overhead's,

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,8 +75,7 @@ func (r FleetRun) deadLettered() int {
 // read is settled or, with done, as soon as the engine's Stats satisfy it.
 type traffic struct {
 	backlog int
-	pending int           // the durable's MaxAckPending (0: the production 10,000)
-	poll    time.Duration // how often the durable's ack floor is read (0: 20ms)
+	pending int // the durable's MaxAckPending (0: the production 10,000)
 	then    func(ctx context.Context, js jetstream.JetStream) (last uint64, err error)
 	done    func(simengine.Stats) bool
 }
@@ -128,7 +126,7 @@ func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, long
 	case tr.done != nil:
 		err = srv.Await(wctx, tr.done)
 	default:
-		_, err = e.waitAcked(wctx, cons, last, cmp.Or(tr.poll, 20*time.Millisecond), r.ended, nil)
+		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended, nil)
 	}
 	cancel()
 	p.elapsed = time.Since(p.started)

@@ -36,11 +36,17 @@ const (
 	spreadWindow       = 100 * time.Millisecond
 )
 
-// runStorm drains, for each variant, cfg.StormN reads published on fresh
-// streams against its own rate engine, which answers 503 to the first call
-// of every key and 200 to the next.
+// runStorm publishes cfg.StormN reads; the rate engine answers 503 to the
+// first call of every key and 200 to the next. Each variant drains them on
+// its own durable against its own rate engine.
 func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
-	var err error
+	if err := e.reset(ctx); err != nil {
+		return nil, err
+	}
+	last, err := publishBacklog(ctx, e.js, 0, cfg.StormN)
+	if err != nil {
+		return nil, err
+	}
 	out := &Storm{N: cfg.StormN, MaxAckPending: stormMaxAckPending, Band: stormDelay, Window: spreadWindow}
 	jitter := func(url string) starter {
 		pc := isolatedConfig(0, retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6})
@@ -55,7 +61,7 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 		start func(url string) starter
 		to    *StormVariant
 	}{{"jitter", jitter, &out.Jitter}, {"fixed", fixed, &out.Fixed}} {
-		if *v.to, err = stormVariant(ctx, e, cfg.StormN, "storm-"+v.name, v.start); err != nil {
+		if *v.to, err = stormVariant(ctx, e, cfg.StormN, last, "storm-"+v.name, v.start); err != nil {
 			return nil, fmt.Errorf("storm %s: %w", v.name, err)
 		}
 		cfg.progress("storm %s: peak/mean %.2f, first pass %s, drained in %s",
@@ -64,16 +70,13 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 	return out, nil
 }
 
-func stormVariant(ctx context.Context, e *env, n int, durable string, start func(url string) starter) (StormVariant, error) {
+func stormVariant(ctx context.Context, e *env, n int, last uint64, durable string, start func(url string) starter) (StormVariant, error) {
 	re, err := failingOnce(ctx, func(string) bool { return true })
 	if err != nil {
 		return StormVariant{}, err
 	}
 	defer re.Close()
-	p, err := e.drive(ctx, re, traffic{backlog: n, pending: stormMaxAckPending, poll: 5 * time.Millisecond}, drainTimeout(n), durable, start(re.URL))
-	if err == nil && !p.drained {
-		err = fmt.Errorf("not every read acked in %s", drainTimeout(n))
-	}
+	r, err := e.drain(ctx, durable, stormMaxAckPending, n, last, start(re.URL))
 	if err != nil {
 		return StormVariant{}, err
 	}
@@ -87,7 +90,7 @@ func stormVariant(ctx context.Context, e *env, n int, durable string, start func
 	if len(seconds) != n {
 		return StormVariant{}, fmt.Errorf("%d of %d reads were called twice", len(seconds), n)
 	}
-	v := StormVariant{Spread: spreadOf(seconds, spreadWindow, windowsIn(stormDelay, spreadWindow)), Drain: p.elapsed}
+	v := StormVariant{Spread: spreadOf(seconds, spreadWindow, windowsIn(stormDelay, spreadWindow)), Drain: r.elapsed}
 	lo, hi := bounds(firsts)
 	v.FirstPass = hi.Sub(lo)
 	return v, nil
