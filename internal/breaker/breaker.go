@@ -52,7 +52,6 @@ type Options struct {
 
 	Rand      retry.Source                       // jitter (nil, in tests: seeded from the clock; the binary passes service.Deps.Rand through stream.Options.Rand)
 	Clock     clock.Clock                        // the window runs on its monotonic clock (default clock.System())
-	OnChange  func(from, to State)               // called after each transition, outside the lock
 	AfterFunc func(time.Duration, func()) func() // timer (default time.AfterFunc); returns stop
 }
 
@@ -111,6 +110,7 @@ type Breaker struct {
 	freed     chan struct{} // closed and replaced when a probe's place is freed
 	reopens   int           // consecutive failed probe rounds
 	stopTimer func()
+	onChange  []func(from, to State) // OnChange's, in the order added; replaced, never changed in place
 }
 
 // bucket counts the calls of one Window/buckets slot of time; epoch is the
@@ -142,6 +142,16 @@ func New(o Options) (*Breaker, error) {
 		return nil, err
 	}
 	return &Breaker{o: o, changed: make(chan struct{}), freed: make(chan struct{})}, nil
+}
+
+// OnChange adds f to the functions called after each transition, outside
+// the lock, in the order they were added: stream.New adds the consumer's
+// (its metrics, its log, the limit's slow start), so a function added
+// after it runs after it.
+func (b *Breaker) OnChange(f func(from, to State)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.onChange = append(b.onChange[:len(b.onChange):len(b.onChange)], f)
 }
 
 // State returns the current state.
@@ -412,8 +422,14 @@ func (b *Breaker) halfOpen() {
 }
 
 func (b *Breaker) notify(from, to State) {
-	if from != to && b.o.OnChange != nil {
-		b.o.OnChange(from, to)
+	if from == to {
+		return
+	}
+	b.mu.Lock()
+	fs := b.onChange
+	b.mu.Unlock()
+	for _, f := range fs {
+		f(from, to)
 	}
 }
 

@@ -47,13 +47,13 @@ func newBreaker(t *testing.T) (*breaker.Breaker, *clock, *[]transition) {
 	b, err := breaker.New(breaker.Options{
 		Window: 10 * time.Second, MinCalls: 10, FailureRatio: 0.5, CoolDown: 4 * time.Second,
 		MaxCoolDown: 16 * time.Second, Probes: 2, Rand: retry.NewRand(1), Clock: c, AfterFunc: c.AfterFunc,
-		OnChange: func(from, to breaker.State) {
-			mu.Lock()
-			changes = append(changes, transition{from, to})
-			mu.Unlock()
-		},
 	})
 	require.NoError(t, err)
+	b.OnChange(func(from, to breaker.State) {
+		mu.Lock()
+		changes = append(changes, transition{from, to})
+		mu.Unlock()
+	})
 	return b, c, &changes
 }
 
@@ -62,6 +62,19 @@ func call(t *testing.T, b *breaker.Breaker, failed bool) {
 	p, err := b.Acquire(t.Context(), true)
 	require.NoError(t, err)
 	b.Done(p, failed)
+}
+
+// The functions added with OnChange are called after each transition, in
+// the order they were added.
+func TestOnChangeCallsTheFunctionsInTheOrderAdded(t *testing.T) {
+	b, _, changes := newBreaker(t)
+	var seen []int
+	b.OnChange(func(breaker.State, breaker.State) { seen = append(seen, len(*changes)) })
+	for range 10 {
+		call(t, b, true)
+	}
+	require.Equal(t, breaker.Open, b.State())
+	assert.Equal(t, []int{1}, seen, "called once, after the function added before it")
 }
 
 func TestOpensOnFailureShareWithMinimumCalls(t *testing.T) {

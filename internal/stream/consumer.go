@@ -215,30 +215,31 @@ func New(o Options) (*Consumer, error) {
 			// reads' own.
 			bo.Silent = func() bool { return !view.Serving() }
 		}
-		next := bo.OnChange
-		bo.OnChange = func(from, to breaker.State) {
-			c.m.breakerChanged(to)
-			lvl := slog.LevelWarn
-			if to == breaker.Closed {
-				lvl = slog.LevelInfo
-			}
-			c.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("from", from.String()), slog.String("to", to.String()))
-			if to == breaker.Closed {
-				// The engine is back: the limit fell on an outage, not on
-				// its capacity.
-				c.limit.SlowStart()
-			}
-			if next != nil {
-				next(from, to)
-			}
-		}
 		b, err := breaker.New(bo)
 		if err != nil {
 			return nil, err
 		}
+		b.OnChange(c.breakerChanged)
 		c.breaker = b
 	}
 	return c, nil
+}
+
+// breakerChanged is the consumer's reaction to a transition of its
+// breaker: the metrics, the log, and the limit's slow start once the
+// engine is back.
+func (c *Consumer) breakerChanged(from, to breaker.State) {
+	c.m.breakerChanged(to)
+	lvl := slog.LevelWarn
+	if to == breaker.Closed {
+		lvl = slog.LevelInfo
+	}
+	c.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("from", from.String()), slog.String("to", to.String()))
+	if to == breaker.Closed {
+		// The engine is back: the limit fell on an outage, not on its
+		// capacity.
+		c.limit.SlowStart()
+	}
 }
 
 // monoTime returns c's monotonic clock as a time.Time whose differences
