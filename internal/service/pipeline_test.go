@@ -16,6 +16,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
@@ -37,10 +38,11 @@ func TestTheWiringCarriesConfigsDefaults(t *testing.T) {
 	assert.Equal(t, cfg.Consumer.AckWait, o.AckWait)
 	assert.Equal(t, cfg.Shutdown.Timeout, o.ShutdownTimeout)
 	assert.Equal(t, cfg.DLQ.PublishRetry(), o.DeadLetterRetry)
-	require.NotNil(t, o.Breaker, "breaker.enabled is true by default")
+	bo := service.BreakerOptions(cfg.Breaker)
+	require.NotNil(t, bo, "breaker.enabled is true by default")
 	b := cfg.Breaker
 	assert.Equal(t, breaker.Options{Window: b.Window, MinCalls: b.MinCalls, FailureRatio: float64(b.FailurePercent) / 100,
-		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes}, *o.Breaker)
+		CoolDown: b.CoolDown, MaxCoolDown: b.MaxCoolDown, Probes: b.Probes}, *bo)
 
 	assert.Equal(t, cfg.DLQ.Duplicates, service.Topology(cfg).DLQStreamConfig().Duplicates)
 	lim, budg, err := service.Controls(cfg)
@@ -65,6 +67,9 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 		o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
 		o.Rand = retry.NewRand(1)
 		change(&o)
+		if err := service.Engine(&o, engine.Options{}, service.BreakerOptions(cfg.Breaker)); err != nil {
+			return err
+		}
 		_, err := stream.New(o)
 		return err
 	}
@@ -97,7 +102,10 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 		{"stream.Options.AckWait", func() error { return pipeline(func(o *stream.Options) { o.AckWait = 0 }) }},
 		{"stream.Options.ShutdownTimeout", func() error { return pipeline(func(o *stream.Options) { o.ShutdownTimeout = 0 }) }},
 		{"stream.Options.DeadLetterRetry", func() error { return pipeline(func(o *stream.Options) { o.DeadLetterRetry = retry.Policy{} }) }},
-		{"stream.Options.Breaker", func() error { return pipeline(func(o *stream.Options) { o.Breaker = &breaker.Options{} }) }},
+		{"service.Engine's breaker.Options", func() error {
+			o := service.PipelineOptions(cfg)
+			return service.Engine(&o, engine.Options{}, &breaker.Options{})
+		}},
 		{"breaker.Options.Window", func() error { return brk(func(o *breaker.Options) { o.Window = 0 }) }},
 		{"breaker.Options.MinCalls", func() error { return brk(func(o *breaker.Options) { o.MinCalls = 0 }) }},
 		{"breaker.Options.FailureRatio", func() error { return brk(func(o *breaker.Options) { o.FailureRatio = 0 }) }},

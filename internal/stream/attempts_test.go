@@ -75,7 +75,7 @@ func TestADeliveryLostInTransitIsNotAnAttempt(t *testing.T) {
 // closes at once: what it held is neither settled nor handed back, its
 // calls in flight are not recorded, and its buffered reads reach no call
 // (they come back after the ack wait with one more delivery each).
-func (e *env) startCrashable(o stream.Options) (crash func()) {
+func (e *env) startCrashable(o opts) (crash func()) {
 	e.t.Helper()
 	nc, js := natstest.Connect(e.t, e.srv)
 	cons, err := js.Consumer(e.t.Context(), e.topo.Stream, e.topo.Durable)
@@ -84,7 +84,7 @@ func (e *env) startCrashable(o stream.Options) (crash func()) {
 	require.NoError(e.t, err)
 	o.Records = stream.KVRecords{KV: kv}
 	o.DeadLetter = dlq.NewPublisher(js, dlq.PublisherOptions{Prefix: e.topo.DLQPrefix, Stream: e.topo.DLQStream, Timeout: time.Second})
-	c, err := stream.New(o)
+	c, err := stream.New(o.build(e.t))
 	require.NoError(e.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -124,7 +124,7 @@ func TestCrashesAndStopsChargeNoDeliveryWithoutACall(t *testing.T) {
 	for i := range reads {
 		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
 	}
-	options := func(seed uint64) stream.Options {
+	options := func(seed uint64) opts {
 		o := e.options(seed)
 		o.Policy.MaxAttempts = 2
 		o.Policy.Base, o.Policy.Cap = 5*time.Millisecond, 20*time.Millisecond

@@ -19,7 +19,8 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// Options configures a Consumer. Sink, DeadLetter and Metrics are required.
+// Options configures a Consumer. Sink, DeadLetter, Metrics and View are
+// required.
 type Options struct {
 	Policy retry.Policy
 	// Concurrency is how many reads are handled at once. Required, as are
@@ -53,18 +54,22 @@ type Options struct {
 	// hand-backs, its dead-letter decision); nil keeps nothing.
 	Records Records
 
+	// View is the engine's view every call is judged by. Required: the
+	// composition root builds it (service.Engine) with its MaxPause, its
+	// NoDips, its random source and its clock taken from these options.
+	View *engine.View
 	// Breaker, when set, opens on a downstream that fails as a whole: the
 	// consumer stops pulling and holds its reads until probes succeed.
-	Breaker *breaker.Options
+	// Built by the composition root (service.Engine), which has it open
+	// only while View judges the engine silent; New adds the consumer's
+	// reaction to its transitions (Breaker.OnChange), and Run stops it.
+	Breaker *breaker.Breaker
 	// Limiter, when set, adapts the calls in flight to the downstream's
 	// capacity (Concurrency stays the upper bound).
 	Limiter *limit.Limiter
 	// Budget, when set, bounds retries to a share of first attempts: a
 	// retry over it is held, kept alive, uncharged, until it fits.
 	Budget *budget.Budget
-	// Engine tunes the engine's view (nil: its defaults). Its MaxPause
-	// defaults to Policy.MaxServerWait, its Rand and Clock to these options'.
-	Engine *engine.Options
 	// MaxReadAge, when set, bounds a read's age (from its stream
 	// timestamp): a transient failure past it is dead-lettered with reason
 	// expired instead of retried.
@@ -126,8 +131,8 @@ type Consumer struct {
 // New validates the options and builds a Consumer.
 func New(o Options) (*Consumer, error) {
 	// The defaults of the binary live in package config, not here.
-	if o.Sink == nil || o.DeadLetter == nil || o.Metrics == nil {
-		return nil, errors.New("stream: Sink, DeadLetter and Metrics are required")
+	if o.Sink == nil || o.DeadLetter == nil || o.Metrics == nil || o.View == nil {
+		return nil, errors.New("stream: Sink, DeadLetter, Metrics and View are required")
 	}
 	if o.Concurrency <= 0 || o.AckWait <= 0 || o.HandlerTimeout <= 0 || o.ShutdownTimeout <= 0 {
 		return nil, fmt.Errorf("stream: Concurrency (%d), AckWait (%s), HandlerTimeout (%s) and ShutdownTimeout (%s) are required",
@@ -164,27 +169,7 @@ func New(o Options) (*Consumer, error) {
 		c.records = noRecords{}
 	}
 	c.sinkBounded = o.SinkTimeout > 0 && o.SinkTimeout <= o.HandlerTimeout-SettleReserve(o.HandlerTimeout)
-	eo := engine.Options{}
-	if o.Engine != nil {
-		eo = *o.Engine
-	}
-	if eo.MaxPause == 0 {
-		eo.MaxPause = o.Policy.MaxServerWait
-	}
-	if eo.Rand == nil {
-		eo.Rand = o.Rand
-	}
-	if eo.Clock == nil {
-		eo.Clock = o.Clock
-	}
-	if o.Limiter == nil {
-		eo.NoDips = true // Concurrency alone bounds the calls: nothing can dip
-	}
-	view, err := engine.New(eo)
-	if err != nil {
-		return nil, err
-	}
-	c.view = view
+	c.view = o.View
 	c.server = &serverClock{clk: o.Clock, log: log, set: func(d time.Duration) { c.m.serverClockOffset.Set(d.Seconds()) }}
 	c.leases = newLeases(o.Clock, o.AckWait, o.Conn, log, c.m.leasesLost.Inc)
 	c.now = monoTime(o.Clock)
@@ -202,25 +187,8 @@ func New(o Options) (*Consumer, error) {
 		o.Limiter.OnChange(func(l int) { c.m.limit.Set(float64(l)) })
 	}
 	if o.Breaker != nil {
-		bo := *o.Breaker
-		if bo.Rand == nil {
-			bo.Rand = o.Rand
-		}
-		if bo.Clock == nil {
-			bo.Clock = o.Clock
-		}
-		if bo.Silent == nil {
-			// An outage is an engine that serves no one, judged over time:
-			// quick refusals while others are answered are its load or the
-			// reads' own.
-			bo.Silent = func() bool { return !view.Serving() }
-		}
-		b, err := breaker.New(bo)
-		if err != nil {
-			return nil, err
-		}
-		b.OnChange(c.breakerChanged)
-		c.breaker = b
+		c.breaker = o.Breaker
+		o.Breaker.OnChange(c.breakerChanged)
 	}
 	return c, nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/simengine"
-	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // publishN publishes n reads, MTR-0 to MTR-n-1.
@@ -29,7 +28,7 @@ func (e *env) publishN(n int) {
 }
 
 // adaptive adds the adaptive limit (32 calls) to o.
-func adaptive(t *testing.T, o *stream.Options) *limit.Limiter {
+func adaptive(t *testing.T, o *opts) *limit.Limiter {
 	t.Helper()
 	l, err := limit.New(limit.Options{Max: 32})
 	require.NoError(t, err)

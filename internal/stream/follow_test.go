@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/downstream"
+	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
@@ -28,14 +29,14 @@ import (
 func TestFollowStopsPullingWhileTheWorkersAreBehind(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c, err := New(Options{
+		c, err := New(withEngine(t, Options{
 			Policy:         retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 			Sink:           downstream.SinkFunc(func(context.Context, meter.Read) error { return nil }),
 			DeadLetter:     &fakeDeadLetter{},
 			Metrics:        NewMetrics(prometheus.NewRegistry()),
 			HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 2, PullBatch: 4, ShutdownTimeout: time.Second,
 			DeadLetterWindow: 20 * time.Minute, Rand: retry.NewRand(1), DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
-		})
+		}, engine.Options{}, nil))
 		require.NoError(t, err)
 		cons := &fakeConsumer{}
 		p := newPuller(cons, func(jetstream.Msg) {}, jetstream.PullMaxMessages(4))

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
-	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
 )
 
@@ -72,7 +71,7 @@ func TestStopsWhileTheBreakerHoldsAReadCostItNothing(t *testing.T) {
 		return http.StatusServiceUnavailable, nil
 	})
 	seq := e.publish("meter.reads.north", read("MTR-1", 1), nil)
-	opened := func() stream.Options {
+	opened := func() opts {
 		o := e.options(53)
 		o.Breaker = &breaker.Options{Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Hour, MaxCoolDown: time.Hour, Probes: 3}
 		openAtOnce(&o)

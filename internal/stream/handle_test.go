@@ -142,12 +142,12 @@ func TestSettlementCarriedOut(t *testing.T) {
 				return tt.answer
 			})
 			reg := prometheus.NewRegistry()
-			c, err := New(Options{
+			c, err := New(withEngine(t, Options{
 				Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 				Sink:   sink, DeadLetter: dl, Records: recs, Metrics: NewMetrics(reg),
 				HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, DeadLetterWindow: 20 * time.Minute,
 				Rand: retry.NewRand(1), MaxReadAge: maxAge, DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
-			})
+			}, engine.Options{}, nil))
 			require.NoError(t, err)
 
 			c.handle(lifetimes{graceful: graceful, hard: hard, giveUp: t.Context()}, owned(msg), c.keep.watches[0])
@@ -187,14 +187,13 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 		calls.Add(1)
 		return status(http.StatusServiceUnavailable)
 	})
-	c, err := New(Options{
+	c, err := New(withEngine(t, Options{
 		Policy: retry.Policy{Base: 10 * time.Millisecond, Cap: 40 * time.Millisecond, MaxAttempts: 3},
 		Sink:   sink, DeadLetter: &fakeDeadLetter{}, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
 		HandlerTimeout: time.Second, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
 		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
-		Breaker:         &breaker.Options{Window: 30 * time.Second, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute, Probes: 3},
-		Engine:          &engine.Options{Quiet: time.Nanosecond}, // the breaker opens on the first failure
-	})
+	}, engine.Options{Quiet: time.Nanosecond}, // the breaker opens on the first failure
+		&breaker.Options{Window: 30 * time.Second, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute, Probes: 3}))
 	require.NoError(t, err)
 	defer c.breaker.Stop()
 	graceful, stop := context.WithCancel(t.Context())
@@ -222,12 +221,12 @@ func TestTheDeadLetterPathFitsInTheHandlerTimeout(t *testing.T) {
 	recs := &memRecords{}
 	var deadline time.Time
 	dl := &fakeDeadLetter{block: true, seen: func(ctx context.Context) { deadline, _ = ctx.Deadline() }}
-	c, err := New(Options{
+	c, err := New(withEngine(t, Options{
 		Policy: retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute}, Sink: downstream.Discard{},
 		DeadLetter: dl, Records: recs, Metrics: NewMetrics(prometheus.NewRegistry()),
 		HandlerTimeout: timeout, AckWait: 5 * time.Second, Concurrency: 4, ShutdownTimeout: time.Second, Rand: retry.NewRand(1),
 		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
-	})
+	}, engine.Options{}, nil))
 	require.NoError(t, err)
 	msg := newFakeMsg(`not json`, 1)
 	began := time.Now()
@@ -290,7 +289,7 @@ func BenchmarkHandleParallel(b *testing.B) {
 // benchConsumer is the consumer of the handle benchmarks.
 func benchConsumer(b *testing.B) *Consumer {
 	b.Helper()
-	c, err := New(Options{
+	c, err := New(withEngine(b, Options{
 		Policy:      retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 6, MaxServerWait: 5 * time.Minute},
 		Concurrency: 32, AckWait: 30 * time.Second, HandlerTimeout: 6 * time.Second, ShutdownTimeout: 30 * time.Second,
 		Sink: downstream.Discard{}, SinkTimeout: downstream.Discard{}.Timeout(),
@@ -299,7 +298,7 @@ func benchConsumer(b *testing.B) *Consumer {
 		Logger:          slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Rand:            retry.NewRand(1),
 		DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
-	})
+	}, engine.Options{}, nil))
 	if err != nil {
 		b.Fatal(err)
 	}

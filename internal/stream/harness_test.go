@@ -18,11 +18,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
@@ -131,7 +133,7 @@ func newOutageEnv(t *testing.T, down bool) (*env, *atomic.Bool) {
 // without an answer since, instead of after a second of it. For the tests
 // whose subject is what the consumer does once the breaker is open, not
 // when it opens.
-func openAtOnce(o *stream.Options) {
+func openAtOnce(o *opts) {
 	o.Engine = &engine.Options{Quiet: time.Nanosecond}
 }
 
@@ -139,11 +141,11 @@ func testPolicy() retry.Policy {
 	return retry.Policy{Base: 40 * time.Millisecond, Cap: 200 * time.Millisecond, MaxAttempts: 4, MaxServerWait: 5 * time.Second}
 }
 
-func (e *env) options(seed uint64) stream.Options {
+func (e *env) options(seed uint64) opts {
 	e.t.Helper()
 	sink, err := downstream.NewHTTP(downstream.HTTPOptions{Classifier: binaryClassifier, URL: e.re.srv.URL, Timeout: 2 * time.Second, Concurrency: 64})
 	require.NoError(e.t, err)
-	return stream.Options{
+	return opts{Options: stream.Options{
 		Policy:           testPolicy(),
 		Concurrency:      8,
 		HandlerTimeout:   2 * time.Second,
@@ -157,13 +159,36 @@ func (e *env) options(seed uint64) stream.Options {
 		Records:          e.set.Records,
 		DeadLetterWindow: e.set.DeadLetterWindow,
 		DeadLetterRetry:  retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
+	}}
+}
+
+// opts are a consumer's options as the tests tune them: stream.Options,
+// with the engine's view and the breaker still to be built from the
+// options below (which shadow stream.Options' built ones), as
+// service.Engine builds them for the binary.
+type opts struct {
+	stream.Options
+	// Breaker: the breaker's options (nil: none).
+	Breaker *breaker.Options
+	// Engine tunes the engine's view (nil: its defaults).
+	Engine *engine.Options
+}
+
+// build builds o's engine view and breaker with service.Engine.
+func (o opts) build(t testing.TB) stream.Options {
+	t.Helper()
+	so, eo := o.Options, engine.Options{}
+	if o.Engine != nil {
+		eo = *o.Engine
 	}
+	require.NoError(t, service.Engine(&so, eo, o.Breaker))
+	return so
 }
 
 // start runs a consumer until the test ends (or stop is called).
-func (e *env) start(o stream.Options) (stop func()) {
+func (e *env) start(o opts) (stop func()) {
 	e.t.Helper()
-	c, err := stream.New(o)
+	c, err := stream.New(o.build(e.t))
 	require.NoError(e.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -34,7 +34,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/simengine"
-	"github.com/meterline/meter-consumer/internal/stream"
 )
 
 // pausedMsg is the log line of a replica that paused itself.
@@ -45,7 +44,7 @@ const pausedMsg = "the rate engine throttles broadly: calls paused"
 // the adaptive limit (up to 32) and the retry budget as service.Controls
 // builds them from config.Default(), and the breaker with the binary's
 // defaults (service.BreakerOptions).
-func production(t *testing.T, o stream.Options, maxServerWait time.Duration) (stream.Options, *limit.Limiter) {
+func production(t *testing.T, o opts, maxServerWait time.Duration) (opts, *limit.Limiter) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Consumer.Concurrency = 32

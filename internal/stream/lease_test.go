@@ -120,9 +120,9 @@ func TestAReplicaCutOffPastTheAckWaitDoesNotNakAnotherReplicasDelivery(t *testin
 }
 
 // runOn runs a consumer with o on cons until the test ends or stop.
-func runOn(t *testing.T, o stream.Options, cons jetstream.Consumer) (stop func()) {
+func runOn(t *testing.T, o opts, cons jetstream.Consumer) (stop func()) {
 	t.Helper()
-	c, err := stream.New(o)
+	c, err := stream.New(o.build(t))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

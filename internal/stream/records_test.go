@@ -300,7 +300,7 @@ func TestARecreatedDurableDoesNotCopyADeadLetteredReadTwice(t *testing.T) {
 	cfg.Duplicates = 200 * time.Millisecond
 	_, err := e.js.UpdateStream(t.Context(), cfg)
 	require.NoError(t, err)
-	options := func(seed uint64) stream.Options {
+	options := func(seed uint64) opts {
 		o := e.options(seed)
 		o.DeadLetterWindow = cfg.Duplicates
 		return o
