@@ -1,8 +1,8 @@
 package natstest
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,12 +32,39 @@ func Serve(opts *server.Options) (*server.Server, error) {
 		return nil, fmt.Errorf("natstest: new server: %w", err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	if !s.ReadyForConnections(readyWait) {
+		err := notReady(s, opts)
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, errors.New("natstest: server not ready after 10s")
+		return nil, err
 	}
 	return s, nil
+}
+
+// readyWait bounds how long Serve waits for a server's listeners.
+var readyWait = 10 * time.Second
+
+// notReady says which listeners of s are not up after readyWait: a client
+// listener slow to come on a loaded machine, or a route listener that
+// never comes because another listener took its port (a FreePort port,
+// free when chosen) before the server bound it. The server says why only
+// in its log, which Options turns off, and ReadyForConnections waits out
+// its bound either way.
+func notReady(s *server.Server, opts *server.Options) error {
+	var down []string
+	if s.Addr() == nil {
+		down = append(down, "client")
+	}
+	if opts.Cluster.Port > 0 && s.ClusterAddr() == nil {
+		down = append(down, fmt.Sprintf("route (port %d: taken since it was chosen?)", opts.Cluster.Port))
+	}
+	if opts.Gateway.Name != "" && s.GatewayAddr() == nil {
+		down = append(down, "gateway")
+	}
+	if len(down) == 0 {
+		down = append(down, "leafnode, websocket or MQTT")
+	}
+	return fmt.Errorf("natstest: server not ready after %s: no %s listener", readyWait, strings.Join(down, ", "))
 }
 
 // Start starts a server with opts and waits until it accepts connections;
