@@ -135,9 +135,10 @@ func Engine(o *stream.Options, eo engine.Options, bo *breaker.Options) error {
 // PipelineOptions returns the options of the pipeline (package stream) that
 // the configuration decides: the retry policy and the age limit, the
 // workers and the pull, the timeouts and the retry of a dead-letter copy
-// (the breaker's are BreakerOptions, which Engine builds it from). The packages of the pipeline have no defaults of their
-// own for these: Pipeline and the stream package's tests take them from
-// here, so that config.Default() is the one place they are written.
+// (the breaker's are BreakerOptions, which Engine builds it from). The
+// packages of the pipeline have no defaults of their own for these:
+// Pipeline and the stream package's tests take them from here, so that
+// config.Default() is the one place they are written.
 func PipelineOptions(cfg config.Config) stream.Options {
 	return stream.Options{
 		Policy:          cfg.Retry.Policy(),
