@@ -114,6 +114,16 @@
 //     own; never, where more than about half do). A read whose last attempt
 //     fails then is not exhausted by it.
 //
+// A decrease taken on the engine refusing most, with no verdict of load,
+// is checked once the calls sent in a horizon after it are answered: the
+// first attempts sent in the horizon before it, in the order sent, refused
+// less than most and no more at the end than at the start, by a replica
+// calling four or more at a time, and no less once its halved limit made
+// it send less, it is undone (Feedback.Restore).
+// A replica's first answers are its failures answered at once, ahead of
+// the successes sent beside them; a replica that overruns an engine is
+// refused most in any order, more as it sends more, less as it sends less.
+//
 // A queue in the latency (below) trims the limit and holds its growth; it
 // binds no budget and credits nothing.
 //

@@ -26,8 +26,9 @@ type fresh struct {
 }
 
 type freshCall struct {
-	at           time.Duration // monotonic, when it was answered
+	at, sent     time.Duration // monotonic, when it was answered and sent
 	shed, failed bool
+	inFlight     int
 }
 
 func newFresh(size int, maxAge time.Duration) fresh {
@@ -35,18 +36,27 @@ func newFresh(size int, maxAge time.Duration) fresh {
 }
 
 // add records a first attempt answered at now.
-func (f *fresh) add(now time.Duration, shed, failed bool) {
+func (f *fresh) add(now, sent time.Duration, shed, failed bool, inFlight int) {
 	f.expire(now)
 	if f.n == len(f.calls) {
 		f.drop()
 	}
-	f.calls[(f.head+f.n)%len(f.calls)] = freshCall{at: now, shed: shed, failed: failed}
+	f.calls[(f.head+f.n)%len(f.calls)] = freshCall{at: now, sent: sent, shed: shed, failed: failed, inFlight: inFlight}
 	f.n++
 	if shed {
 		f.shed++
 	}
 	if failed {
 		f.failed++
+	}
+}
+
+// since hands f every call held sent at from or later.
+func (f *fresh) since(from time.Duration, g func(sentCall)) {
+	for i := range f.n {
+		if c := f.calls[(f.head+i)%len(f.calls)]; c.sent >= from {
+			g(sentCall{sent: c.sent, shed: c.shed, inFlight: c.inFlight})
+		}
 	}
 }
 
@@ -171,4 +181,39 @@ func (p *pending) take(before, slack time.Duration, f func(first)) {
 	p.due = due
 	clear(p.calls[len(keep):])
 	p.calls = keep
+}
+
+// sentCall is a first attempt: when it was sent, whether it was shed,
+// and the calls in flight once it was (0: not known).
+type sentCall struct {
+	sent     time.Duration
+	shed     bool
+	inFlight int
+}
+
+// tally is a count of calls, of those shed, and of the calls in flight
+// they were sent with.
+type tally struct{ n, shed, inFlight int }
+
+func (t *tally) add(c sentCall) {
+	t.n++
+	t.inFlight += c.inFlight
+	if c.shed {
+		t.shed++
+	}
+}
+
+// flight is the calls in flight, on average, the calls were sent with.
+func (t tally) flight() float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return float64(t.inFlight) / float64(t.n)
+}
+
+func (t tally) share() float64 {
+	if t.n == 0 {
+		return 0
+	}
+	return float64(t.shed) / float64(t.n)
 }

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,9 +70,11 @@ type Feedback struct {
 	Decrease, Pace bool
 	// Dip, when For is positive, is a dip of a trial to carry out.
 	Dip Dip
-	// Trying: a trial started with this call: the limit may come down on
-	// sheds before it decides (the engine refusing most); mark it. Restore: the trial found the sheds
-	// the reads' own: set the limit back to the mark.
+	// Trying: a trial started with this call, or the limit comes down on
+	// it with no verdict (the engine refusing most): mark the limit.
+	// Restore: set it back to the mark, the trial having found the sheds
+	// the reads' own, or the check of that decrease having found it taken
+	// on the order the calls were answered in (checkProvisional).
 	Trying, Restore bool
 	// Judged, when not Undecided, is the verdict this call's evidence
 	// reached.
@@ -221,6 +225,18 @@ type View struct {
 	// retrying: a verdict of load was belied, and is being tried again
 	// from the limit it was found at (Feedback.Restore, not Trying).
 	retrying bool
+	// provisional is the decrease last taken on the engine refusing most
+	// with no verdict of load, to check (checkProvisional).
+	provisional provisional
+	undo        bool // the check found the decrease to undo (Feedback.Restore)
+}
+
+// provisional is a decrease to check: taken at at (monotonic; 0: none),
+// on the first attempts sent from from on (probe, gathered as they are
+// answered), and set against those sent from at until until (after).
+type provisional struct {
+	from, at, until time.Duration
+	probe, after    []sentCall
 }
 
 // verdict is the last judgement a trial reached.
@@ -261,9 +277,22 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	trying := v.trial.on
 	fb.Judged = v.commit(now)
+	if pv := &v.provisional; pv.at != 0 {
+		sent := now - c.Latency
+		switch k := (sentCall{sent: sent, shed: shed, inFlight: c.InFlight}); {
+		case c.Failures != 0:
+		case sent >= pv.from && sent < pv.at:
+			pv.probe = append(pv.probe, k)
+		case sent >= pv.at && sent < pv.until:
+			pv.after = append(pv.after, k)
+		}
+		if now-pv.until >= 2*v.latency.high {
+			v.undo = v.checkProvisional() // the calls sent before until have had the time to be answered
+		}
+	}
 	fb.Trying = !trying && v.trial.on && !v.retrying
-	fb.Restore = fb.Judged == Own || v.retrying
-	v.retrying = false
+	fb.Restore = fb.Judged == Own || v.retrying || v.undo
+	v.retrying, v.undo = false, false
 	if c.Answer == Served || c.Answer == Refused {
 		v.silence.answer(now, v.freshFailShare(now))
 		fb.Queued = v.latency.add(now, c.Latency)
@@ -271,7 +300,7 @@ func (v *View) Observe(c Call) Feedback {
 		v.silence.fail(now, now-c.Latency, c.Read, c.Failures == 0)
 	}
 	if c.Failures == 0 {
-		v.fresh.add(now, shed, failed)
+		v.fresh.add(now, now-c.Latency, shed, failed, c.InFlight)
 	}
 	v.pending.add(first{sent: now - c.Latency, fresh: c.Failures == 0, shed: shed, failed: failed, low: c.Low, inFlight: c.InFlight})
 	fb.Dip = v.dip(now)
@@ -283,6 +312,13 @@ func (v *View) Observe(c Call) Feedback {
 	fb.Overloaded = v.overloaded(now)
 	fb.Decrease = shed && v.shedding(now)
 	fb.Pace = fb.Decrease && v.paced(now)
+	if fb.Decrease && v.verdict.is != Load && v.provisional.at == 0 && !v.o.NoDips {
+		span := max(2*v.latency.high, provisionalSpan)
+		v.provisional = provisional{at: max(now, 1), from: now - span, until: now + span,
+			probe: v.provisional.probe[:0], after: v.provisional.after[:0]}
+		v.fresh.since(v.provisional.from, func(c sentCall) { v.provisional.probe = append(v.provisional.probe, c) })
+		fb.Trying = true // mark the limit: the check may set it back
+	}
 	fb.Latency, fb.Baseline = v.latency.last, v.latency.baseline
 	refusing := v.refusesMost(now)
 	switch {
@@ -328,6 +364,81 @@ func (v *View) commit(now time.Duration) Judgement {
 	})
 	return judged
 }
+
+// checkProvisional checks a decrease taken on the engine refusing most
+// with no verdict of load, once the calls sent in the span after it have
+// had the time to be answered, and reports that it is to be undone. The
+// first attempts sent in the span before it, counted in the order sent,
+// were refused less than most (beyond chance, two standard deviations)
+// and no more in their later half than in their earlier (three), by a
+// replica calling four or more at a time; and where it then sent with
+// three quarters as many in flight or fewer (its limit halved), it was
+// refused as much (no drop beyond two standard deviations): the refusal
+// did not move with the load it sent, and the order the calls were
+// answered in made it look like most. A replica's first answers are its
+// failures answered at once, ahead of the successes sent beside them: an
+// engine failing 40% of all calls at random, whatever the load, looked as
+// if it refused most to one replica of four 75 ms into a run, which halved
+// and held 11-13 of its 32 for the run while its trial went undecided. A
+// replica that overruns an engine is refused most in any order, more as
+// it sends more, and less once it and its fleet send less: its decrease
+// stands, as does that of a replica calling a call or two at a time (one
+// of a large fleet), whose share is its fleet's. One that did not send
+// less with its limit halved (its calls in flight under the limit: four
+// replicas on two cores) is undone on its order alone. The window is
+// kept: forgotten, the share of failures the engine's silence is judged
+// against fell to nothing with it. Locked.
+func (v *View) checkProvisional() bool {
+	pv := &v.provisional
+	before, after := pv.probe, pv.after
+	pv.at = 0
+	if len(before) < 2*v.o.MinCalls || len(after) < v.o.MinCalls {
+		return false
+	}
+	slices.SortFunc(before, func(a, b sentCall) int { return cmp.Compare(a.sent, b.sent) })
+	var early, late, all, then tally
+	for i, c := range before {
+		t := &early
+		if i >= len(before)/2 {
+			t = &late
+		}
+		t.add(c)
+		all.add(c)
+	}
+	for _, c := range after {
+		then.add(c)
+	}
+	p := all.share()
+	switch {
+	case p-2*sigma(p, all.n) >= v.o.OverloadShare:
+		return false // refused most in the order sent too
+	case z(early, late) >= 3:
+		return false // refused more as the replica sent more
+	case all.flight() < minHalved:
+		return false // a call or two at a time: its share is its fleet's
+	case then.flight() <= 0.75*all.flight() && z(then, all) >= 2:
+		return false // refused less once it sent less: its load
+	}
+	return true
+}
+
+// z is b's share shed less a's, in standard deviations of their
+// difference (a two-proportion test; 0 without both).
+func z(a, b tally) float64 {
+	if a.n == 0 || b.n == 0 {
+		return 0
+	}
+	p := float64(a.shed+b.shed) / float64(a.n+b.n)
+	sd := math.Sqrt(p * (1 - p) * (1/float64(a.n) + 1/float64(b.n)))
+	if sd == 0 {
+		return 0
+	}
+	return (b.share() - a.share()) / sd
+}
+
+// provisionalSpan is the least span before a provisional decrease whose
+// first attempts check it: the horizon, before a call is served.
+const provisionalSpan = 50 * time.Millisecond
 
 // judge runs the trial with a call, starting one when the sheds are
 // suspect, and returns the verdict reached, if any. Only first attempts

@@ -217,3 +217,103 @@ func BenchmarkObserve(b *testing.B) {
 		v.Observe(engine.Call{Read: read, Answer: engine.Served, Latency: time.Millisecond})
 	}
 }
+
+// startLoop drives a View as a replica's first calls drive it: up to limit
+// calls at once (inFlight to start with, halved on a decrease at most once
+// each 10ms, set back on a restore), each freed slot filled at once with a
+// first attempt. A
+// call is shed, answered in 0.1ms, when shed says so given the calls the
+// engine holds (served ones, each taking serve); else it is served. It
+// runs for span and counts the decreases the feedbacks ask for, and the
+// restores that follow one (no dip is carried out: no trial decides).
+func startLoop(t *testing.T, seed uint64, inFlight int, span time.Duration, serve func(*rand.Rand) time.Duration,
+	shed func(r *rand.Rand, busy int) bool) (decreases, restores int) {
+	v, c := newView(t, engine.Options{})
+	r := rand.New(rand.NewPCG(seed, 3))
+	type call struct {
+		sent, done time.Duration
+		shed       bool
+		flight     int
+	}
+	var calls []*call
+	busy := func() (n int) {
+		for _, k := range calls {
+			if !k.shed {
+				n++
+			}
+		}
+		return n
+	}
+	limit, decreased := inFlight, time.Duration(-1)
+	fill := func() {
+		for len(calls) < limit {
+			now := c.Mono()
+			k := &call{sent: now, flight: len(calls) + 1, shed: shed(r, busy())}
+			k.done = now + 100*time.Microsecond
+			if !k.shed {
+				k.done = now + serve(r)
+			}
+			calls = append(calls, k)
+		}
+	}
+	fill()
+	var read uint64
+	for c.Mono() < span && len(calls) > 0 {
+		next := 0
+		for i, k := range calls {
+			if k.done < calls[next].done {
+				next = i
+			}
+		}
+		k := calls[next]
+		calls = append(calls[:next], calls[next+1:]...)
+		if d := k.done - c.Mono(); d > 0 {
+			c.advance(d)
+		}
+		answer := engine.Served
+		if k.shed {
+			answer = engine.Shed
+		}
+		read++
+		fb := v.Observe(engine.Call{Read: read, Answer: answer, Latency: k.done - k.sent, InFlight: k.flight})
+		if now := c.Mono(); fb.Decrease && (decreased < 0 || now-decreased >= 10*time.Millisecond) {
+			decreases++
+			limit, decreased = max(1, limit/2), now
+		}
+		if fb.Restore && decreases > 0 {
+			restores++
+			limit = inFlight
+		}
+		fill()
+	}
+	return decreases, restores
+}
+
+// The first answers of a replica are its failures answered at once, ahead
+// of the successes sent beside them: an engine failing 40% of all calls at
+// random, whatever the load, looks at a run's start as if it refused most,
+// and the limit comes down. Counted in the order the calls were sent, a
+// horizon later, it refused 40%, no more at the end than at the start: the
+// decrease is undone. An engine the replica overruns (a room of 24 calls,
+// the rest shed at once) is refused most in the order sent too: its
+// decrease stands.
+func TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent(t *testing.T) {
+	uniform5to25 := func(r *rand.Rand) time.Duration {
+		return 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
+	}
+	fell := 0
+	for seed := range uint64(10) {
+		decreases, restores := startLoop(t, seed, 32, time.Second, uniform5to25,
+			func(r *rand.Rand, _ int) bool { return r.Float64() < 0.4 })
+		if decreases > 0 {
+			fell++
+			assert.Positive(t, restores, "40%% at random, seed %d: the limit brought down on the first answers is set back", seed)
+		}
+
+		decreases, restores = startLoop(t, seed, 32, time.Second, func(*rand.Rand) time.Duration { return 6 * time.Millisecond },
+			func(_ *rand.Rand, busy int) bool { return busy >= 24 })
+		assert.Positive(t, decreases, "the overrun engine, seed %d", seed)
+		assert.Zero(t, restores, "the overrun engine, seed %d: its decreases stand", seed)
+	}
+	assert.GreaterOrEqual(t, fell, 5, "seeds whose first answers brought the limit down at 40%% at random")
+}
