@@ -50,7 +50,7 @@ type Options struct {
 	// the reads' own) never open it. nil: always silent.
 	Silent func() bool
 
-	Rand      retry.Source                       // jitter (nil, in tests: seeded from the clock; the binary passes service.Deps.Rand, as service.Engine does)
+	Rand      retry.Source                       // jitter (nil, in tests: seeded from the clock; the binary passes service.Deps.Rand, as stream.Engine does)
 	Clock     clock.Clock                        // the window runs on its monotonic clock (default clock.System())
 	AfterFunc func(time.Duration, func()) func() // timer (default time.AfterFunc); returns stop
 }

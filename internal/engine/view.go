@@ -135,7 +135,7 @@ type Options struct {
 
 	MaxPause time.Duration // bound of a pause (retry.max_server_wait); 0: never pause
 
-	Rand  retry.Source // jitter of pauses (nil, in tests: seeded from the clock; the binary passes service.Deps.Rand, as service.Engine does)
+	Rand  retry.Source // jitter of pauses (nil, in tests: seeded from the clock; the binary passes service.Deps.Rand, as stream.Engine does)
 	Clock clock.Clock  // its monotonic clock times every window, its wall clock the dips (default clock.System())
 }
 

@@ -67,7 +67,7 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 		o.Metrics = stream.NewMetrics(prometheus.NewRegistry())
 		o.Rand = retry.NewRand(1)
 		change(&o)
-		if err := service.Engine(&o, engine.Options{}, service.BreakerOptions(cfg.Breaker)); err != nil {
+		if err := stream.Engine(&o, engine.Options{}, service.BreakerOptions(cfg.Breaker)); err != nil {
 			return err
 		}
 		_, err := stream.New(o)
@@ -102,9 +102,9 @@ func TestNoPackageDefaultsWhatConfigGives(t *testing.T) {
 		{"stream.Options.AckWait", func() error { return pipeline(func(o *stream.Options) { o.AckWait = 0 }) }},
 		{"stream.Options.ShutdownTimeout", func() error { return pipeline(func(o *stream.Options) { o.ShutdownTimeout = 0 }) }},
 		{"stream.Options.DeadLetterRetry", func() error { return pipeline(func(o *stream.Options) { o.DeadLetterRetry = retry.Policy{} }) }},
-		{"service.Engine's breaker.Options", func() error {
+		{"stream.Engine's breaker.Options", func() error {
 			o := service.PipelineOptions(cfg)
-			return service.Engine(&o, engine.Options{}, &breaker.Options{})
+			return stream.Engine(&o, engine.Options{}, &breaker.Options{})
 		}},
 		{"breaker.Options.Window", func() error { return brk(func(o *breaker.Options) { o.Window = 0 }) }},
 		{"breaker.Options.MinCalls", func() error { return brk(func(o *breaker.Options) { o.MinCalls = 0 }) }},

@@ -55,12 +55,13 @@ type Options struct {
 	Records Records
 
 	// View is the engine's view every call is judged by. Required: the
-	// composition root builds it (service.Engine) with its MaxPause, its
-	// NoDips, its random source and its clock taken from these options.
+	// composition root (service.Pipeline) builds it with Engine, its
+	// MaxPause, its NoDips, its random source and its clock taken from
+	// these options.
 	View *engine.View
 	// Breaker, when set, opens on a downstream that fails as a whole: the
 	// consumer stops pulling and holds its reads until probes succeed.
-	// Built by the composition root (service.Engine), which has it open
+	// Built by the composition root with Engine, which has it open
 	// only while View judges the engine silent; New adds the consumer's
 	// reaction to its transitions (Breaker.OnChange), and Run stops it.
 	Breaker *breaker.Breaker

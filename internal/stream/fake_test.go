@@ -12,37 +12,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/breaker"
-	"github.com/meterline/meter-consumer/internal/clock"
 	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/engine"
 )
 
-// withEngine returns o with the engine's view and the breaker that
-// service.Engine would build for it (this package's own tests cannot
-// import service): the view tuned by eo, pausing for at most the retry
-// policy's MaxServerWait, without dips when o has no limit, on o's random
-// source and clock; the breaker from bo (nil: none), open only while the
-// view judges the engine silent.
+// withEngine returns o with the engine's view tuned by eo and the breaker
+// from bo (nil: none), as Engine builds them for the service.
 func withEngine(tb testing.TB, o Options, eo engine.Options, bo *breaker.Options) Options {
 	tb.Helper()
-	if o.Clock == nil {
-		o.Clock = clock.System()
-	}
-	if eo.MaxPause == 0 {
-		eo.MaxPause = o.Policy.MaxServerWait
-	}
-	eo.Rand, eo.Clock, eo.NoDips = o.Rand, o.Clock, o.Limiter == nil
-	view, err := engine.New(eo)
-	if err != nil {
+	if err := Engine(&o, eo, bo); err != nil {
 		tb.Fatal(err)
-	}
-	o.View = view
-	if bo != nil {
-		b := *bo
-		b.Rand, b.Clock, b.Silent = o.Rand, o.Clock, func() bool { return !view.Serving() }
-		if o.Breaker, err = breaker.New(b); err != nil {
-			tb.Fatal(err)
-		}
 	}
 	return o
 }

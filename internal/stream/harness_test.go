@@ -24,7 +24,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/engine"
 	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/retry"
-	"github.com/meterline/meter-consumer/internal/service"
 	"github.com/meterline/meter-consumer/internal/simengine"
 	"github.com/meterline/meter-consumer/internal/stream"
 	"github.com/meterline/meter-consumer/internal/topology"
@@ -165,7 +164,7 @@ func (e *env) options(seed uint64) opts {
 // opts are a consumer's options as the tests tune them: stream.Options,
 // with the engine's view and the breaker still to be built from the
 // options below (which shadow stream.Options' built ones), as
-// service.Engine builds them for the binary.
+// stream.Engine builds them for the binary.
 type opts struct {
 	stream.Options
 	// Breaker: the breaker's options (nil: none).
@@ -174,14 +173,14 @@ type opts struct {
 	Engine *engine.Options
 }
 
-// build builds o's engine view and breaker with service.Engine.
+// build builds o's engine view and breaker with stream.Engine.
 func (o opts) build(t testing.TB) stream.Options {
 	t.Helper()
 	so, eo := o.Options, engine.Options{}
 	if o.Engine != nil {
 		eo = *o.Engine
 	}
-	require.NoError(t, service.Engine(&so, eo, o.Breaker))
+	require.NoError(t, stream.Engine(&so, eo, o.Breaker))
 	return so
 }
 
