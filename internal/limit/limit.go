@@ -44,14 +44,12 @@ type Options struct {
 	// together lets the engine's queue empty. Each at most once per round
 	// trip.
 	Backoff, ShedBackoff float64
-	// Growth is the least time the limit takes to grow by one past slow
-	// start (default 200ms): one more each round trip, or each Growth if
+	// Growth is the least time the limit takes to grow by one past a
+	// queue (default 200ms): one more each round trip, or each Growth if
 	// the round trip is shorter. Against an engine that answers in a few
 	// milliseconds, one per round trip is a fleet of R replicas adding R
-	// calls every few milliseconds. AIMD's share of sheds grows with its
-	// step and falls with the square of each replica's limit: 16 replicas
-	// sharing a room of 24 calls shed 14% of their calls at one per round
-	// trip of 12-18ms, 8% at one per 200ms.
+	// calls every few milliseconds. Past a shed the limit follows the
+	// cubic instead (see the package documentation).
 	Growth time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -108,11 +106,15 @@ type Limiter struct {
 	// (peak) if fewer: held, once the dip begins (0 before).
 	dipFrom, dipUntil time.Time
 	peak, held        int
-	mark              float64     // the limit when last marked (Mark)
-	retries           list.List   // of *waiter: retries wait ahead of first attempts
-	firsts            list.List   // of *waiter, first come first served
-	resume            *time.Timer // grants when a pause is over
-	onChange          func(limit int)
+	mark              float64 // the limit when last marked (Mark)
+	// wMax is the limit the last decrease on a shed came down from: past
+	// slow start, the limit grows by the cubic of the time since (0: by
+	// Growth, after a queue).
+	wMax     float64
+	retries  list.List   // of *waiter: retries wait ahead of first attempts
+	firsts   list.List   // of *waiter, first come first served
+	resume   *time.Timer // grants when a pause is over
+	onChange func(limit int)
 }
 
 // waiter is an Acquire waiting for a slot; ch is closed when granted.
@@ -349,9 +351,9 @@ func (l *Limiter) Release(t Token, s Signal) {
 		l.answered(now, rtt)
 	case Queued:
 		l.smooth(rtt)
-		l.decrease(now, l.o.Backoff)
+		l.decrease(now, l.o.Backoff, false)
 	case Overloaded, Paced:
-		l.decrease(now, l.o.ShedBackoff)
+		l.decrease(now, l.o.ShedBackoff, true)
 	}
 	if keep := l.srtt - rtt; s == Paced && keep > 0 {
 		time.AfterFunc(keep, func() {
@@ -391,6 +393,8 @@ func (l *Limiter) answered(now time.Time, rtt time.Duration) {
 	}
 	if l.limit < l.threshold {
 		l.limit++ // slow start: doubles each round trip
+	} else if l.wMax > 0 {
+		l.cubic(now)
 	} else {
 		// One more each round trip, or each Growth if that is longer.
 		step := 1.0
@@ -450,12 +454,33 @@ func (l *Limiter) SlowStart() {
 // decrease lowers the limit on a sign of overload, once per smoothed
 // latency: the calls of one round trip all tell of the same overload.
 // Locked.
-func (l *Limiter) decrease(now time.Time, by float64) {
+func (l *Limiter) decrease(now time.Time, by float64, shed bool) {
 	if !l.decreased.IsZero() && now.Sub(l.decreased) < max(l.srtt, time.Millisecond) {
 		return
 	}
 	l.decreased = now
+	l.wMax = 0
+	if shed {
+		l.wMax = l.limit
+	}
 	l.limit = math.Max(float64(l.o.Min), l.limit*by)
 	l.threshold = l.limit
 	l.credit = 0
 }
+
+// cubic grows a limit in use past a shed toward the cubic function of the
+// time since the decrease, t: W(t) = C(t-K)^3 + wMax, back at the limit it
+// fell from (wMax) after K = cbrt(wMax(1-ShedBackoff)/C) seconds, flat
+// around it, then faster, each answered call adding (W-limit)/limit, one
+// at most (RFC 9438's window, in calls). Locked.
+func (l *Limiter) cubic(now time.Time) {
+	t := now.Sub(l.decreased).Seconds()
+	k := math.Cbrt(l.wMax * (1 - l.o.ShedBackoff) / cubicC)
+	if w := cubicC*math.Pow(t-k, 3) + l.wMax; w > l.limit {
+		l.limit += math.Min(1, (w-l.limit)/l.limit)
+	}
+}
+
+// cubicC is the cubic's scale, in calls a second cubed: TCP's 0.4 (RFC
+// 9438), a window of 2 back after 1.4s, of 20 after 2.9s.
+const cubicC = 0.4

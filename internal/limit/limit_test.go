@@ -70,29 +70,56 @@ func TestOverloadMultipliesTheLimitOncePerRoundTrip(t *testing.T) {
 	before := l.Limit()
 	round(t, l, c, 10*time.Millisecond, limit.Overloaded) // every call of the round says so
 	assert.Equal(t, int(float64(before)*0.5), l.Limit(), "one decrease for one round trip of sheds")
+}
 
-	// Past the slow-start threshold the limit grows by one each Growth
-	// (200ms) when the round trip is shorter: twenty rounds of 10ms.
+// Past a shed, the limit follows the cubic of the time since the decrease
+// (RFC 9438's window, in calls): W(t) = 0.4(t-K)^3 + 40, from the 40 it
+// fell from, back there after K = cbrt(40 x 0.5 / 0.4) = 3.68s, flat around
+// it, then faster. Rounds of 10ms track it within a call.
+func TestPastAShedTheLimitFollowsTheCubic(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 20})
+	round(t, l, c, 10*time.Millisecond, limit.Answered) // slow start: 20 to 40
+	require.Equal(t, 40, l.Limit())
+	round(t, l, c, 10*time.Millisecond, limit.Overloaded)
+	require.Equal(t, 20, l.Limit())
+	w := func(t float64) float64 { return 0.4*(t-3.684)*(t-3.684)*(t-3.684) + 40 }
+	start := c.Now()
+	at := map[float64]int{}
+	for step := 1; step <= 570; step++ { // 5.7s
+		round(t, l, c, 10*time.Millisecond, limit.Answered)
+		if step%100 == 0 || step == 570 {
+			at[c.Now().Sub(start).Seconds()] = l.Limit()
+		}
+	}
+	for s, got := range at {
+		assert.InDelta(t, w(s), float64(got), 1.01, "at %.2fs past the decrease", s)
+	}
+	assert.Equal(t, map[float64]int{1: 32, 2: 38, 3: 39, 4: 40, 5: 40, 5.7: 43}, at,
+		"back at the 40 it fell from after K, flat around it, then faster")
+}
+
+// Past a queue, the limit grows by one each round trip when the round trip
+// is longer than Growth (200ms), or each Growth when it is shorter.
+func TestPastAQueueTheLimitGrowsByOneEachRoundTripOrGrowth(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 40})
+	round(t, l, c, 300*time.Millisecond, limit.Answered)
+	round(t, l, c, 300*time.Millisecond, limit.Queued)
 	after := l.Limit()
+	for i := range 3 {
+		round(t, l, c, 300*time.Millisecond, limit.Answered)
+		assert.Equal(t, after+1+i, l.Limit())
+	}
+
+	l, c = newLimiter(t, limit.Options{Initial: 40})
+	round(t, l, c, 10*time.Millisecond, limit.Answered)
+	round(t, l, c, 10*time.Millisecond, limit.Queued)
+	after = l.Limit()
 	for range 19 {
 		round(t, l, c, 10*time.Millisecond, limit.Answered)
 	}
 	assert.Equal(t, after, l.Limit(), "19 round trips of 10ms are under 200ms")
 	round(t, l, c, 10*time.Millisecond, limit.Answered)
 	assert.Equal(t, after+1, l.Limit())
-}
-
-// Past slow start, a round trip longer than Growth grows the limit by one
-// each round trip.
-func TestALongRoundTripGrowsTheLimitByOneEach(t *testing.T) {
-	l, c := newLimiter(t, limit.Options{Initial: 40})
-	round(t, l, c, 300*time.Millisecond, limit.Answered)
-	round(t, l, c, 300*time.Millisecond, limit.Overloaded)
-	after := l.Limit()
-	for i := range 3 {
-		round(t, l, c, 300*time.Millisecond, limit.Answered)
-		assert.Equal(t, after+1+i, l.Limit())
-	}
 }
 
 // A queue the engine's view sees lowers the limit by a tenth, once a round
