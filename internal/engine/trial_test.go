@@ -421,15 +421,7 @@ func TestABriefRefusalPausesNothing(t *testing.T) {
 func closedLoop(t *testing.T, seed uint64, own float64, calls int) (engine.Judgement, int) {
 	v, c := newView(t, engine.Options{})
 	r := rand.New(rand.NewPCG(seed, 11))
-	type call struct {
-		done   time.Duration // on the monotonic clock
-		sent   time.Duration
-		shed   bool
-		low    bool
-		flight int
-		read   uint64
-	}
-	var inFlight []*call
+	var inFlight []*simCall
 	var from, to time.Duration
 	var read uint64
 	dips := 0
@@ -442,7 +434,7 @@ func closedLoop(t *testing.T, seed uint64, own float64, calls int) (engine.Judge
 		}
 		for len(inFlight) < limit && int(read) < calls {
 			read++
-			k := &call{sent: now, low: low, read: read, flight: len(inFlight) + 1, shed: r.Float64() < own}
+			k := &simCall{sent: now, low: low, read: read, flight: len(inFlight) + 1, shed: r.Float64() < own}
 			k.done = now + 100*time.Microsecond
 			if !k.shed {
 				k.done = now + 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
@@ -452,12 +444,7 @@ func closedLoop(t *testing.T, seed uint64, own float64, calls int) (engine.Judge
 	}
 	fill()
 	for len(inFlight) > 0 {
-		next := 0
-		for i, k := range inFlight {
-			if k.done < inFlight[next].done {
-				next = i
-			}
-		}
+		next := earliest(inFlight)
 		// A dip's start frees slots too: wake at it if nothing ends first.
 		if now := c.Mono(); from > now && from < inFlight[next].done {
 			c.advance(from - now)
@@ -469,11 +456,7 @@ func closedLoop(t *testing.T, seed uint64, own float64, calls int) (engine.Judge
 		if d := k.done - c.Mono(); d > 0 {
 			c.advance(d)
 		}
-		answer := engine.Served
-		if k.shed {
-			answer = engine.Shed
-		}
-		fb := v.Observe(engine.Call{Read: k.read, Answer: answer, Latency: k.done - k.sent, Low: k.low, InFlight: k.flight})
+		fb := v.Observe(k.call())
 		if fb.Dip.For > 0 {
 			dips++
 			from, to = c.Mono()+fb.Dip.In, c.Mono()+fb.Dip.In+fb.Dip.For
@@ -515,4 +498,33 @@ func TestAVerdictOfLoadAtACallOrTwoPacesNothing(t *testing.T) {
 	require.Contains(t, p.verdicts, engine.Load, "the fleet's dips still tell load (%d dips)", p.dips)
 	assert.Positive(t, p.decreases)
 	assert.Zero(t, p.paces)
+}
+
+// simCall is a call of a simulated replica, its times on the monotonic
+// clock of the test's View.
+type simCall struct {
+	sent, done time.Duration
+	shed, low  bool
+	flight     int
+	read       uint64
+}
+
+// call is what the replica tells the View once k is answered.
+func (k *simCall) call() engine.Call {
+	answer := engine.Served
+	if k.shed {
+		answer = engine.Shed
+	}
+	return engine.Call{Read: k.read, Answer: answer, Latency: k.done - k.sent, Low: k.low, InFlight: k.flight}
+}
+
+// earliest is the index of the call answered first.
+func earliest(calls []*simCall) int {
+	next := 0
+	for i, k := range calls {
+		if k.done < calls[next].done {
+			next = i
+		}
+	}
+	return next
 }

@@ -230,12 +230,7 @@ func startLoop(t *testing.T, seed uint64, inFlight int, span time.Duration, serv
 	shed func(r *rand.Rand, busy int) bool) (decreases, restores int) {
 	v, c := newView(t, engine.Options{})
 	r := rand.New(rand.NewPCG(seed, 3))
-	type call struct {
-		sent, done time.Duration
-		shed       bool
-		flight     int
-	}
-	var calls []*call
+	var calls []*simCall
 	busy := func() (n int) {
 		for _, k := range calls {
 			if !k.shed {
@@ -245,10 +240,12 @@ func startLoop(t *testing.T, seed uint64, inFlight int, span time.Duration, serv
 		return n
 	}
 	limit, decreased := inFlight, time.Duration(-1)
+	var read uint64
 	fill := func() {
 		for len(calls) < limit {
 			now := c.Mono()
-			k := &call{sent: now, flight: len(calls) + 1, shed: shed(r, busy())}
+			read++
+			k := &simCall{sent: now, read: read, flight: len(calls) + 1, shed: shed(r, busy())}
 			k.done = now + 100*time.Microsecond
 			if !k.shed {
 				k.done = now + serve(r)
@@ -257,25 +254,14 @@ func startLoop(t *testing.T, seed uint64, inFlight int, span time.Duration, serv
 		}
 	}
 	fill()
-	var read uint64
 	for c.Mono() < span && len(calls) > 0 {
-		next := 0
-		for i, k := range calls {
-			if k.done < calls[next].done {
-				next = i
-			}
-		}
+		next := earliest(calls)
 		k := calls[next]
 		calls = append(calls[:next], calls[next+1:]...)
 		if d := k.done - c.Mono(); d > 0 {
 			c.advance(d)
 		}
-		answer := engine.Served
-		if k.shed {
-			answer = engine.Shed
-		}
-		read++
-		fb := v.Observe(engine.Call{Read: read, Answer: answer, Latency: k.done - k.sent, InFlight: k.flight})
+		fb := v.Observe(k.call())
 		if now := c.Mono(); fb.Decrease && (decreased < 0 || now-decreased >= 10*time.Millisecond) {
 			decreases++
 			limit, decreased = max(1, limit/2), now
