@@ -489,15 +489,34 @@ func TestFailuresAnsweredAtOnceAreFoundOwnInAFewDips(t *testing.T) {
 
 // A verdict of load found by a replica calling one or two at a time (one
 // of a large fleet, or one joining an engine others keep full) brings its
-// limit down, but does not keep a shed call's slot for a round trip: its
-// dips could not send less, and the verdict is its fleet's, or chance.
-func TestAVerdictOfLoadAtACallOrTwoPacesNothing(t *testing.T) {
-	p := newReplica(t, engine.Options{}, 1)
-	p.inFlight = 2
-	p.run(20_000, 0.25, 0)
-	require.Contains(t, p.verdicts, engine.Load, "the fleet's dips still tell load (%d dips)", p.dips)
-	assert.Positive(t, p.decreases)
-	assert.Zero(t, p.paces)
+// limit down. Its dips could not send less, so the verdict is its fleet's,
+// or chance: a shed call keeps its slot for a round trip only where the
+// fleet's dips emptied the sheds (none of ten calls or more shed, which
+// chance does not give at 60% shed); elsewhere the slot is given back at
+// once, and a replica joining an engine that others keep full still wins
+// its calls as often as it sends them.
+func TestAVerdictOfLoadAtACallOrTwoPacesOnlyWhereTheDipsEmptiedTheSheds(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		normal, low float64
+		paced       bool
+	}{
+		{"the fleet's dips emptied the sheds: 25% shed, none in the dips", 0.25, 0, true},
+		{"a full engine, shed a little less in the dips: 85% shed, 60% in them", 0.85, 0.6, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newReplica(t, engine.Options{}, 1)
+			p.inFlight = 2
+			p.run(20_000, tt.normal, tt.low)
+			require.Contains(t, p.verdicts, engine.Load, "the fleet's dips still tell load (%d dips)", p.dips)
+			assert.Positive(t, p.decreases)
+			if tt.paced {
+				assert.Positive(t, p.paces)
+			} else {
+				assert.Zero(t, p.paces)
+			}
+		})
+	}
 }
 
 // simCall is a call of a simulated replica, its times on the monotonic
