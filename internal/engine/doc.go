@@ -83,19 +83,21 @@
 //     slot until a round trip from its start (Feedback.Pace), as a served
 //     call would: answered at once, a shed freed its slot for the next call
 //     at once, and a fleet a few calls over an engine's capacity sent a
-//     call a millisecond in each of them, each shed. Only on a verdict
-//     found with four calls in flight or more outside the dips, or one
-//     whose dips had none of their calls shed (ten at least): the fleet
-//     sending less emptied the engine's sheds. A replica calling a call or
-//     two at a time cannot send less in its dips, so its verdict is its
-//     fleet's, or chance, and chance does not empty a dip of ten calls at a
-//     share that others keep high. Not without such a verdict: a replica
-//     joining an engine that others keep full wins its calls only as often
-//     as it sends them.
+//     call a millisecond in each of them, each shed. Only on a strong
+//     verdict: found with four calls in flight or more outside the dips,
+//     or with none of the dips' calls shed (ten at least), the fleet
+//     sending less having emptied the engine's sheds. A replica calling a
+//     call or two at a time cannot halve what it sends in its dips: its
+//     verdict may be its fleet's, or only that its own calls fare better
+//     when it sends fewer (one joining an engine that others keep full was
+//     refused 98% of its calls, and half of those in its dips), and chance
+//     does not empty a dip of ten calls at a share that others keep high.
+//     Not without a strong verdict: a replica joining an engine that
+//     others keep full wins its calls only as often as it sends them.
 //
-//   - Overloaded: shedding on a verdict of load (or, for a replica that
-//     cannot dip, shedding over 10 first attempts), the engine refusing
-//     most of what it is sent now. The retry budget binds.
+//   - Overloaded: shedding on a strong verdict of load (or, for a replica
+//     that cannot dip, shedding over 10 first attempts), the engine
+//     refusing most of what it is sent now. The retry budget binds.
 //
 //   - Pause: Retry-After is always the floor of its own read's delay
 //     (package retry). The whole replica pauses only when the engine has

@@ -495,14 +495,15 @@ func TestFailuresAnsweredAtOnceAreFoundOwnInAFewDips(t *testing.T) {
 // chance does not give at 60% shed); elsewhere the slot is given back at
 // once, and a replica joining an engine that others keep full still wins
 // its calls as often as it sends them.
-func TestAVerdictOfLoadAtACallOrTwoPacesOnlyWhereTheDipsEmptiedTheSheds(t *testing.T) {
+func TestAVerdictOfLoadAtACallOrTwoPacesAndBindsOnlyWhereTheDipsEmptiedTheSheds(t *testing.T) {
 	for _, tt := range []struct {
-		name        string
-		normal, low float64
-		paced       bool
+		name             string
+		normal, low      float64
+		paced, overloads bool
 	}{
-		{"the fleet's dips emptied the sheds: 25% shed, none in the dips", 0.25, 0, true},
-		{"a full engine, shed a little less in the dips: 85% shed, 60% in them", 0.85, 0.6, false},
+		{"the fleet's dips emptied the sheds: 25% shed, none in the dips", 0.25, 0, true, false},
+		{"the fleet's dips emptied the sheds of an engine refusing most: 70%, none", 0.7, 0, true, true},
+		{"a full engine, shed a little less in the dips: 85% shed, 60% in them", 0.85, 0.6, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newReplica(t, engine.Options{}, 1)
@@ -515,6 +516,7 @@ func TestAVerdictOfLoadAtACallOrTwoPacesOnlyWhereTheDipsEmptiedTheSheds(t *testi
 			} else {
 				assert.Zero(t, p.paces)
 			}
+			assert.Equal(t, tt.overloads, p.v.Overloaded(), "the retry budget binds on a strong verdict only")
 		})
 	}
 }

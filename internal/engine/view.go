@@ -654,25 +654,32 @@ func (v *View) shedding(now time.Duration) bool {
 	return v.refusesMost(now)
 }
 
-// paced reports a verdict of load standing, found by a trial whose replica
-// had minHalved calls in flight or more outside its dips: its dips could
-// send less. A replica calling one or two at a time (one joining an engine
-// others keep full, at a limit of 1) cannot, its verdict is its fleet's or
-// chance. With every verdict of load paced, the joining replica billed 3-5
-// reads a second against 15 and opened its breaker in 2 of 15 runs (not
-// caught in 10 traced runs; a verdict at a limit of 1 is the path that
-// leads there). Unless its fleet's dips emptied the sheds: none of the
-// dips' first attempts shed (ten at least, as a verdict needs), which
-// chance does not give at a share that others keep high (0.15^10 at 85%),
-// while a fleet just over an engine's capacity, dipping together, is shed
-// nothing in its dips. Of 14 verdicts of 16 replicas against the capacity
-// engine, 13 were found at under four calls in flight, 10 with dips shed
-// nothing; unpaced, a replica at a limit of 1 re-sent its shed slot every
-// few tenths of a millisecond. Locked.
+// paced reports a strong verdict of load standing. A replica calling one
+// or two at a time cannot halve what it sends in its dips: its verdict may
+// be its fleet's, or only that its own calls fare better when it sends
+// fewer (one joining an engine others keep full, at a limit of 1 and 2,
+// was refused 98% of its calls and half of those in its dips). With every
+// verdict of load paced, the joining replica billed 3-5 reads a second
+// against 15 and opened its breaker in 2 of 15 runs. Unless its fleet's
+// dips emptied the sheds: none of the dips' first attempts shed (ten at
+// least, as a verdict needs), which chance does not give at a share that
+// others keep high (0.15^10 at 85%), while a fleet just over an engine's
+// capacity, dipping together, is shed nothing in its dips. Of 14 verdicts
+// of 16 replicas against the capacity engine, 13 were found at under four
+// calls in flight, 10 with dips shed nothing; unpaced, a replica at a
+// limit of 1 re-sent its shed slot every few tenths of a millisecond.
+// Locked.
 func (v *View) paced(now time.Duration) bool {
 	vd := &v.verdict
-	return vd.is == Load && now-vd.at < v.o.Standing && (vd.flight >= minHalved || vd.lowShare == 0)
+	return vd.is == Load && now-vd.at < v.o.Standing && vd.strong()
 }
+
+// strong reports a verdict found where the replica's dips could send less
+// (minHalved calls in flight or more outside them), or where its fleet's
+// dips emptied the sheds (none of the dips' first attempts shed): a
+// verdict of load that says the fleet's load overruns the engine, not only
+// that the replica's own calls fare better when it sends fewer.
+func (vd *verdict) strong() bool { return vd.flight >= minHalved || vd.lowShare == 0 }
 
 // shedRecent is how recent a shed must be for the engine to shed now.
 const shedRecent = time.Second
@@ -709,10 +716,15 @@ func (v *View) refusesMost(now time.Duration) bool {
 // chance of an answer, and one holding them back saw the engine as silent
 // as one that is down and opened its breaker. A queue in its latency alone
 // trims the limit (Feedback.Queued), no more: latency is also the
-// replica's own (a busy CPU, a GC), and it says nothing of retries.
-// Locked.
+// replica's own (a busy CPU, a GC), and it says nothing of retries. Nor
+// does a verdict that is not strong: a replica joining an engine that
+// four clients keep full, at a limit of 1 and 2, is refused 98% of its
+// calls and half of those in its dips (its second slot re-sent each shed
+// at once, its first took back the engine's slot it had just freed), and
+// with the budget bound on that verdict it billed 8-10 reads a second
+// against 15. Locked.
 func (v *View) overloaded(now time.Duration) bool {
-	return v.shedding(now) && v.refusesMost(now) && (v.verdict.is == Load || v.o.NoDips)
+	return v.shedding(now) && v.refusesMost(now) && ((v.verdict.is == Load && v.verdict.strong()) || v.o.NoDips)
 }
 
 // queued reports a queue in the latency that is still the engine's: it
