@@ -58,7 +58,10 @@
 // cannot send less and a fleet many times over an engine's capacity see the
 // same share whatever they send. A trial whose dips shed more than the
 // calls beside them, beyond chance, starts again; one undecided after
-// MaxDips (16) ends. Until a trial decides, the limit comes down on sheds
+// MaxDips (16) ends, as does one whose window's share shed is back within
+// 5 points of the background at face value (the burst it started on, a run
+// of one account's throttled reads, has passed: dipping on, 13 times in a
+// backlog's 1.7s, held the replica at 0.88 of a bare client). Until a trial decides, the limit comes down on sheds
 // only where the engine refuses most of what it is sent (Shedding, below):
 // a share shed is no evidence of load until a dip shows it fall, and
 // brought down on 30% of a trial's calls, an engine failing 40% at random
