@@ -80,12 +80,8 @@
 //
 //   - Shedding: a call shed within the last second, and a verdict of load
 //     stands; or the engine refuses most of what it is sent (OverloadShare,
-//     50%, beyond chance, over 30 first attempts), whatever a trial found:
-//     an engine refusing most is never the reads' own, and a verdict of the
-//     reads' own that it now refuses most of is belied (a replica of 16
-//     against the capacity engine, its limit set back to 32 on such a
-//     verdict, was refused 77-89% and its sheds charged: 273 reads
-//     dead-lettered). The read is not charged for its shed, and the limit
+//     50%, beyond chance, over 30 first attempts) and no verdict of the
+//     reads' own stands. The read is not charged for its shed, and the limit
 //     comes down on it. On a verdict of load the shed call also keeps its
 //     slot until a round trip from its start (Feedback.Pace), as a served
 //     call would: answered at once, a shed freed its slot for the next call

@@ -146,21 +146,6 @@ func TestATrialEndsWhenItsBurstHasPassed(t *testing.T) {
 	}
 }
 
-// An engine refusing most is never the reads' own: a verdict of the reads'
-// own whose engine then refuses most of what it is sent (the replica's
-// limit set back on the verdict, into a full engine) stands belied, and
-// the sheds are the engine's again: not charged, the limit down on them.
-func TestAVerdictOfTheReadsOwnIsBeliedByAnEngineRefusingMost(t *testing.T) {
-	p := newReplica(t, engine.Options{}, 1)
-	p.run(20_000, 0.23, 0.23)
-	require.Equal(t, []engine.Judgement{engine.Own}, p.verdicts)
-	require.False(t, p.v.Shedding())
-	decreases := p.decreases
-	p.run(300, 0.85, 0.85)
-	assert.True(t, p.v.Shedding(), "refused most: the engine's")
-	assert.Greater(t, p.decreases, decreases)
-}
-
 // A verdict of load is a prediction: the limit comes down on it, and sent
 // at half the load, the calls must be shed less. Where they are shed as
 // much, the engine is tried again, once, from the limit the verdict was

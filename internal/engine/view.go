@@ -652,20 +652,21 @@ const dipCalls = 15
 
 // shedding reports an engine shedding now (a call shed within a second),
 // where a verdict of load stands (or is being tried again), or it refuses
-// most of what it is sent, whatever a trial found: an engine refusing most
-// is never found the reads' own, and a verdict of the reads' own that it
-// now refuses most of is belied. A replica of 16 against the capacity
-// engine found its sheds its reads' own at under half shed, its limit set
-// back to 32 on the verdict, and it was then refused 77-89%, every shed
-// charged: 273 reads dead-lettered. An engine that sheds no more is not
-// overloaded, whatever was found of its sheds: the retries held for the
-// budget at the end of a backlog go as soon as it is idle. Locked.
+// most of what it is sent and no trial has found that the reads' own. An
+// engine that sheds no more is not overloaded, whatever was found of its
+// sheds: the retries held for the budget at the end of a backlog go as
+// soon as it is idle. Locked.
 func (v *View) shedding(now time.Duration) bool {
 	if v.shed == 0 || now-v.shed > shedRecent {
 		return false
 	}
-	if v.verdict.is == Load && (now-v.verdict.at < v.o.Standing || v.trial.on) {
-		return true
+	switch v.verdict.is {
+	case Load:
+		return now-v.verdict.at < v.o.Standing || v.trial.on
+	case Own:
+		if now-v.verdict.at < v.o.Standing || v.trial.on {
+			return false
+		}
 	}
 	return v.refusesMost(now)
 }
