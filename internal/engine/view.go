@@ -736,9 +736,8 @@ func (v *View) refusesMost(now time.Duration) bool {
 // replica's own (a busy CPU, a GC), and it says nothing of retries. Nor
 // does a verdict that is not strong: a replica joining an engine that
 // four clients keep full, at a limit of 1 and 2, is refused 98% of its
-// calls and half of those in its dips (its second slot re-sent each shed
-// at once, its first took back the engine's slot it had just freed), and
-// with the budget bound on that verdict it billed 8-10 reads a second
+// calls and half of those in its dips (its own calls fare better when it
+// sends fewer, whatever the four others do), and with the budget bound on that verdict it billed 8-14 reads a second
 // against 15. Locked.
 func (v *View) overloaded(now time.Duration) bool {
 	return v.shedding(now) && v.refusesMost(now) && ((v.verdict.is == Load && v.verdict.strong()) || v.o.NoDips)
