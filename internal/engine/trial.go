@@ -137,14 +137,6 @@ func (t *trial) z() float64 {
 // beyond chance (two standard deviations of their difference).
 func (t *trial) rising() bool { return t.z() < -2 }
 
-// lowShare is the low calls' shed share (0 without any).
-func (t *trial) lowShare() float64 {
-	if t.low == 0 {
-		return 0
-	}
-	return float64(t.lowShed) / float64(t.low)
-}
-
 // share is the normal calls' shed share, pooled with the low ones when the
 // reads are found at fault (the shares are the same then).
 func (t *trial) share(pooled bool) float64 {

@@ -249,9 +249,12 @@ type verdict struct {
 	// since at 0.6 of that or less, retries too, and how many of them were
 	// shed (belied).
 	share, flight float64
-	// lowShare is the share shed of the trial's first attempts sent in its
-	// dips.
-	lowShare     float64
+	// strong: found where the replica's dips could send less (minHalved
+	// calls in flight or more outside them), or where its fleet's dips
+	// emptied the sheds (none of the dips' first attempts shed): a verdict
+	// that says the fleet's load overruns the engine, not only that the
+	// replica's own calls fare better when it sends fewer.
+	strong       bool
 	low, lowShed int
 	retried      bool // belied once and tried again: it stands
 }
@@ -501,7 +504,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// replica of a large fleet holds eight first attempts in a dip, and
 		// on 30 its fleet's overrun of an engine lasted a second.
 		v.verdict = verdict{is: Load, at: now, share: v.trial.share(false), flight: v.trial.flight(),
-			lowShare: v.trial.lowShare(), retried: v.verdict.is == Load && v.verdict.retried}
+			strong: v.trial.flight() >= minHalved || v.trial.lowShed == 0, retried: v.verdict.is == Load && v.verdict.retried}
 	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
 		v.trial.low >= 3*v.o.MinCalls && v.trial.normal >= 3*v.o.MinCalls:
 		// The reads' own needs more (30 calls a side, two dips, higher
@@ -688,15 +691,8 @@ func (v *View) shedding(now time.Duration) bool {
 // Locked.
 func (v *View) paced(now time.Duration) bool {
 	vd := &v.verdict
-	return vd.is == Load && now-vd.at < v.o.Standing && vd.strong()
+	return vd.is == Load && now-vd.at < v.o.Standing && vd.strong
 }
-
-// strong reports a verdict found where the replica's dips could send less
-// (minHalved calls in flight or more outside them), or where its fleet's
-// dips emptied the sheds (none of the dips' first attempts shed): a
-// verdict of load that says the fleet's load overruns the engine, not only
-// that the replica's own calls fare better when it sends fewer.
-func (vd *verdict) strong() bool { return vd.flight >= minHalved || vd.lowShare == 0 }
 
 // shedRecent is how recent a shed must be for the engine to shed now.
 const shedRecent = time.Second
@@ -740,7 +736,7 @@ func (v *View) refusesMost(now time.Duration) bool {
 // sends fewer, whatever the four others do), and with the budget bound on that verdict it billed 8-14 reads a second
 // against 15. Locked.
 func (v *View) overloaded(now time.Duration) bool {
-	return v.shedding(now) && v.refusesMost(now) && ((v.verdict.is == Load && v.verdict.strong()) || v.o.NoDips)
+	return v.shedding(now) && v.refusesMost(now) && ((v.verdict.is == Load && v.verdict.strong) || v.o.NoDips)
 }
 
 // queued reports a queue in the latency that is still the engine's: it
