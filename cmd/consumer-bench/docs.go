@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meterline/meter-consumer/internal/bench"
+	"github.com/meterline/meter-consumer/internal/gendoc"
 )
 
 // saved is the --json report: the report and its table rows.
@@ -68,12 +69,12 @@ func writeFigures(path, doc string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
-	figs, err := bench.ParseFigures(in)
+	figs, err := gendoc.ParseFigures(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "consumer-bench: --figures: %v\n", err)
 		return exitBadUsage
 	}
-	section := bench.ReliabilitySection(figs, time.Now())
+	section := gendoc.FiguresSection(figs, time.Now())
 	if err := writeDoc(doc, section); err != nil {
 		fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
 		return exitFailure
@@ -88,7 +89,7 @@ func writeDoc(path, section string) error {
 	if err != nil {
 		return fmt.Errorf("--doc: %w", err)
 	}
-	out, err := bench.ReplaceSection(b, section)
+	out, err := gendoc.Replace(b, section)
 	if err != nil {
 		return fmt.Errorf("--doc %s: %w", path, err)
 	}
