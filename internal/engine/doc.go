@@ -144,7 +144,11 @@
 // are gathered into rounds of at least MinSamples calls lasting at least two
 // baseline latencies; a round's median is compared with a baseline that
 // follows the medians slowly (a time constant of BaselineWindow, four times
-// faster down than up). A round is queued when its median is above Tolerance
+// faster down than up), and that the dips measure: the median latency of
+// every 32 calls sent during dips, where lower, is the baseline, the
+// engine's latency while its fleet sends less (a fleet that fills the
+// engine's queue from its first round on shows no queue against rounds
+// alone). A round is queued when its median is above Tolerance
 // (1.5) times the baseline and at least MinRise (2ms) above it; three queued
 // rounds in a row lasting QueueFor (500ms) or more are a queue (three rounds,
 // however short, only stop the limit growing). A latency that merely spreads

@@ -302,6 +302,9 @@ func (v *View) Observe(c Call) Feedback {
 	if c.Answer == Served || c.Answer == Refused {
 		v.silence.answer(now, v.freshFailShare(now))
 		fb.Queued = v.latency.add(now, c.Latency)
+		if c.Low {
+			v.latency.dipped(c.Latency)
+		}
 	} else {
 		v.silence.fail(now, now-c.Latency, c.Read, c.Failures == 0)
 	}
