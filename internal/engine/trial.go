@@ -49,6 +49,7 @@ type trial struct {
 	// sum of the calls in flight when each was sent.
 	normal, normalShed, normalFlight int
 	low, lowShed, lowFlight          int
+	lastLow                          bool // the last first attempt counted was low
 }
 
 // start begins a trial at now. Its evidence is the first attempts
