@@ -512,14 +512,16 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// on 30 its fleet's overrun of an engine lasted a second.
 		// Looked at once a dip, when its calls are all counted, not at
 		// every call: a test of three standard deviations looked at after
-		// every call crosses them by chance many times more often than
-		// once. So looked at, 26 of 3,000 simulated trials against an
-		// engine failing 23% of its calls at random, whatever the load,
-		// found it loaded, and a four-replica partial mix billed a quarter
-		// of its rate in 3 of about 110 runs, its always-503 reads called
-		// up to 7 times where 4 are their budget (the sheds credited).
-		// Once a dip: 10 of 3,000, for as many dips to a verdict where the
-		// engine is loaded (TestAVerdictOfLoadIsLookedForOnceADip).
+		// every call is crossed by chance more often than one looked at
+		// once a dip. Looked at every call, 26 of 3,000 simulated trials
+		// against an engine failing 23% of its calls at random, whatever
+		// the load, found it loaded, and a four-replica partial mix billed
+		// a quarter of its rate in 3 of about 110 runs, its always-503
+		// reads called up to 7 times where 4 are their budget (their
+		// sheds credited). Once a dip: 10 of 3,000, a loaded engine found
+		// so after as many dips, but for one at its edge (8% shed, none in
+		// the dips: 26 dips on average against 21)
+		// (TestAVerdictOfLoadIsLookedForOnceADip).
 		v.verdict = verdict{is: Load, at: now, share: v.trial.share(false), flight: v.trial.flight(),
 			strong: v.trial.flight() >= minHalved || v.trial.lowShed == 0, retried: v.verdict.is == Load && v.verdict.retried}
 	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
