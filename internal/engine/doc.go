@@ -54,10 +54,10 @@
 // for once a dip, when its calls are all counted (looked for at every
 // call, chance crossed the three standard deviations about twice as
 // often: 22 against 12 of 2,000 simulated trials of reads failing on
-// their own); the reads' own on three times that, at odds of Confidence^1.2 (about 34 to 1), after
-// two dips,
-// with the replica's calls in flight halved from 4 or more, and the engine
-// serving most of what it is sent: a replica that dipped alone, one that
+// their own); the reads' own on three times that, at odds of
+// Confidence^1.2 (about 34 to 1), after two dips, with the replica's
+// calls in flight halved from 4 or more, and the engine serving most of
+// what it is sent: a replica that dipped alone, one that
 // cannot send less and a fleet many times over an engine's capacity see the
 // same share whatever they send. A trial whose dips shed more than the
 // calls beside them, beyond chance, starts again; one undecided after

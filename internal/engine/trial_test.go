@@ -513,8 +513,7 @@ func TestFailuresAnsweredAtOnceAreFoundOwnInAFewDips(t *testing.T) {
 
 // A verdict of load is looked for once a dip, when the dip's calls are
 // all counted: looked for at every call, a drop of three standard
-// deviations is crossed by chance many times more often than once a
-// trial. An engine failing 23% or 40% of its calls at random, whatever
+// deviations is crossed by chance about twice as often. An engine failing 23% or 40% of its calls at random, whatever
 // the load, answered at once, 1,000 closed-loop trials each: 22 of the
 // 2,000 found it loaded when looked for at every call, 12 once a dip (a
 // four-replica partial mix billed a quarter of its rate in 3 of about 110
