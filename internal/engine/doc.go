@@ -133,7 +133,8 @@
 // first attempts sent in the horizon before it, in the order sent, refused
 // less than most and no more at the end than at the start, by a replica
 // calling four or more at a time, and no less once its halved limit made
-// it send less, it is undone (Feedback.Restore).
+// it send less (no drop beyond three standard deviations), it is undone
+// (Feedback.Restore).
 // A replica's first answers are its failures answered at once, ahead of
 // the successes sent beside them; a replica that overruns an engine is
 // refused most in any order, more as it sends more, less as it sends less.
