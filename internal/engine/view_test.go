@@ -275,6 +275,11 @@ func startLoop(t *testing.T, seed uint64, inFlight int, span time.Duration, serv
 	return decreases, restores
 }
 
+// uniform5to25 is a served call's latency for startLoop: 5-25ms, uniform.
+func uniform5to25(r *rand.Rand) time.Duration {
+	return 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
+}
+
 // The first answers of a replica are its failures answered at once, ahead
 // of the successes sent beside them: an engine failing 40% of all calls at
 // random, whatever the load, looks at a run's start as if it refused most,
@@ -284,9 +289,6 @@ func startLoop(t *testing.T, seed uint64, inFlight int, span time.Duration, serv
 // the rest shed at once) is refused most in the order sent too: its
 // decrease stands.
 func TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent(t *testing.T) {
-	uniform5to25 := func(r *rand.Rand) time.Duration {
-		return 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
-	}
 	fell := 0
 	for seed := range uint64(10) {
 		decreases, restores := startLoop(t, seed, 32, time.Second, uniform5to25,
@@ -313,9 +315,6 @@ func TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent(t *testing.T) {
 // of 64 before held a replica at 17 of its 32 calls for about 2s). An engine the
 // replica overruns keeps its decreases (TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent).
 func TestADecreaseIsKeptOnADropBeyondChance(t *testing.T) {
-	uniform5to25 := func(r *rand.Rand) time.Duration {
-		return 5*time.Millisecond + time.Duration(r.Int64N(int64(20*time.Millisecond)))
-	}
 	fell, kept := 0, 0
 	for seed := range uint64(500) {
 		decreases, restores := startLoop(t, seed, 32, time.Second, uniform5to25,
