@@ -513,12 +513,12 @@ func TestFailuresAnsweredAtOnceAreFoundOwnInAFewDips(t *testing.T) {
 
 // A verdict of load is looked for once a dip, when the dip's calls are
 // all counted: looked for at every call, a drop of three standard
-// deviations is crossed by chance about twice as often. An engine failing 23% or 40% of its calls at random, whatever
-// the load, answered at once, 1,000 closed-loop trials each: 22 of the
-// 2,000 found it loaded when looked for at every call, 12 once a dip (a
-// four-replica partial mix billed a quarter of its rate in 3 of about 110
-// runs of the bench, a replica having found its reads' own failures its
-// load).
+// deviations is crossed by chance about twice as often. An engine failing
+// 23% or 40% of its calls at random, whatever the load, answered at once,
+// 1,000 closed-loop trials each: 22 of the 2,000 found it loaded when
+// looked for at every call, 12 once a dip (a four-replica partial mix
+// billed a quarter of its rate in 3 of about 110 runs of the bench, a
+// replica having found its reads' own failures its load).
 func TestAVerdictOfLoadIsLookedForOnceADip(t *testing.T) {
 	load := 0
 	for _, own := range []float64{0.23, 0.4} {
