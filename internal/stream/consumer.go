@@ -113,6 +113,10 @@ type Consumer struct {
 	keep    *keepAlive
 	retries *retries
 	park    *park
+	// unpulled is closed once the run's stop has ended pulling: a
+	// hand-back's NAK waits for it, so the read is redelivered to another
+	// replica, not to this one, which would only hand it back again.
+	unpulled chan struct{}
 
 	consuming atomic.Bool
 	records   Records
@@ -177,6 +181,7 @@ func New(o Options) (*Consumer, error) {
 	c.keep = newKeepAlive(o, c.now, c.settleError, func(n int) { c.m.held.Set(float64(n)) })
 	c.retries = &retries{keep: c.keep, onErr: c.settleError, gate: c.retryGate}
 	c.park = newPark(c.keep)
+	c.unpulled = make(chan struct{})
 	c.breaker, c.limit, c.budget = closedCircuit{}, unlimited{}, unbudgeted{}
 	if o.Budget != nil {
 		c.budget = o.Budget
@@ -312,18 +317,19 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// 1. Stop following the breaker and the park: pulling is not resumed.
 	following.stop()
 	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
-	//    which hands them to the workers (or parks them while the breaker
-	//    is open); once hard has ended, it hands them back.
+	//    which parks them (the stop has begun). Once pulling has ended,
+	//    the hand-backs waiting for it NAK their reads, and the parked
+	//    reads are handed back: none can come back to this process.
 	if !p.pause(stopBy.Sub(c.now()) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
+	close(c.unpulled)
+	parked := c.park.release(func(d *delivery, why error) { c.handBackUnhandled(life.giveUp, d, why) })
 	// 3. Let the workers finish their reads; past the stop's deadline their
 	//    calls are cut and the reads handed back.
 	pool.stop()
-	// 4. Give the held reads back with the rest of their delay, and hand
-	//    the parked ones back.
+	// 4. Give the held reads back with the rest of their delay.
 	held := c.retries.release()
-	parked := c.park.release(func(d *delivery, why error) { c.handBackUnhandled(life.giveUp, d, why) })
 	if held+parked > 0 {
 		c.log.Info("held and parked reads handed back to the server", slog.Int("held", held), slog.Int("parked", parked))
 	}
@@ -370,15 +376,16 @@ func (l lifetimes) countdown(timeout time.Duration) (over func()) {
 }
 
 // HandBackGrace is how long the stop waits, past its deadline, for the
-// buffered reads dispatch hands back once the deadline is over, and for the
-// hand-backs' records: the stop ends by then, whatever the records bucket
-// does (a hand-back not recorded by then is NAKed unrecorded).
+// client buffer to drain into the park, and for the hand-backs' records:
+// the stop ends by then, whatever the records bucket does (a hand-back not
+// recorded by then is NAKed unrecorded).
 const HandBackGrace = 5 * time.Second
 
 // dispatcher returns the handler of pulled messages: each goes to an idle
 // worker, or is parked (kept alive from then on, taken by the next free
 // worker) when the breaker is open or reads are parked already; once the
-// stop has run out of time it is handed back.
+// stop has begun it is parked, to be handed back when pulling has ended
+// (a worker would only hand it back, and it could be redelivered here).
 //
 // While no worker is idle, dispatch blocks, and the reads behind it wait
 // in the client buffer where nothing keeps them alive. They all arrived
@@ -396,7 +403,7 @@ func (c *Consumer) dispatcher(pool *workers, life lifetimes) jetstream.MessageHa
 		d := newDelivery(msg, c.leases)
 		for {
 			changed := c.breaker.Changed() // before the check, so no transition is missed
-			if c.paused() || c.park.len() > 0 {
+			if c.paused() || c.park.len() > 0 || life.graceful.Err() != nil {
 				c.park.add(d)
 				blockedSince = time.Time{}
 				return
@@ -426,9 +433,9 @@ func (c *Consumer) dispatcher(pool *workers, life lifetimes) jetstream.MessageHa
 				c.park.add(d)
 				blockedSince = time.Time{}
 				return
-			case <-life.hard.Done():
+			case <-life.graceful.Done():
 				spill.Stop()
-				c.handBackUnhandled(life.giveUp, d, errStopping)
+				c.park.add(d)
 				return
 			case <-changed:
 				spill.Stop()

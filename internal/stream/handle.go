@@ -326,6 +326,10 @@ func (c *Consumer) handBack(ctx context.Context, d *delivery, ce *classify.Error
 	if d.rev > 0 && !d.rec.CountsCalls {
 		c.change(ctx, d, func(*Record) {})
 	}
+	select { // within ctx, until this process no longer pulls
+	case <-c.unpulled:
+	case <-ctx.Done():
+	}
 	c.settleError("nak", d.nak())
 	c.m.handBacks.Inc()
 	c.m.settled(OutcomeNak, c.now().Sub(d.start).Seconds())
