@@ -383,9 +383,10 @@ const HandBackGrace = 5 * time.Second
 
 // dispatcher returns the handler of pulled messages: each goes to an idle
 // worker, or is parked (kept alive from then on, taken by the next free
-// worker) when the breaker is open or reads are parked already; once the
-// stop has begun it is parked, to be handed back when pulling has ended
-// (a worker would only hand it back, and it could be redelivered here).
+// worker) when the breaker is open or reads are parked already. Once the
+// stop has begun, a read no idle worker takes at once is parked, to be
+// handed back when pulling has ended: dispatch never waits for a worker
+// then, so the drain ends at once whatever the workers wait for.
 //
 // While no worker is idle, dispatch blocks, and the reads behind it wait
 // in the client buffer where nothing keeps them alive. They all arrived
@@ -403,7 +404,7 @@ func (c *Consumer) dispatcher(pool *workers, life lifetimes) jetstream.MessageHa
 		d := newDelivery(msg, c.leases)
 		for {
 			changed := c.breaker.Changed() // before the check, so no transition is missed
-			if c.paused() || c.park.len() > 0 || life.graceful.Err() != nil {
+			if c.paused() || c.park.len() > 0 {
 				c.park.add(d)
 				blockedSince = time.Time{}
 				return
@@ -413,6 +414,10 @@ func (c *Consumer) dispatcher(pool *workers, life lifetimes) jetstream.MessageHa
 				blockedSince = time.Time{}
 				return
 			default:
+			}
+			if life.graceful.Err() != nil { // the stop has begun: no waiting for a worker
+				c.park.add(d)
+				return
 			}
 			now := c.now()
 			if blockedSince.IsZero() {
