@@ -114,16 +114,6 @@ func sameSet(a, b []string) bool {
 
 func joinProblems(p []string) string { return strings.Join(p, "; ") }
 
-func subtract(a, b []string) []string {
-	var out []string
-	for _, s := range a {
-		if !slices.Contains(b, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func age(d time.Duration) string {
 	if d == 0 {
 		return "unlimited"
