@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,7 +117,8 @@ type Consumer struct {
 	// unpulled is closed once the run's stop has ended pulling: a
 	// hand-back's NAK waits for it, so the read is redelivered to another
 	// replica, not to this one, which would only hand it back again.
-	unpulled chan struct{}
+	unpulled     chan struct{}
+	pullingEnded func() // closes unpulled, once
 
 	consuming atomic.Bool
 	records   Records
@@ -182,6 +184,7 @@ func New(o Options) (*Consumer, error) {
 	c.retries = &retries{keep: c.keep, onErr: c.settleError, gate: c.retryGate}
 	c.park = newPark(c.keep)
 	c.unpulled = make(chan struct{})
+	c.pullingEnded = sync.OnceFunc(func() { close(c.unpulled) })
 	c.breaker, c.limit, c.budget = closedCircuit{}, unlimited{}, unbudgeted{}
 	if o.Budget != nil {
 		c.budget = o.Budget
@@ -317,13 +320,14 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// 1. Stop following the breaker and the park: pulling is not resumed.
 	following.stop()
 	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
-	//    which parks them (the stop has begun). Once pulling has ended,
-	//    the hand-backs waiting for it NAK their reads, and the parked
-	//    reads are handed back: none can come back to this process.
+	//    which hands each to an idle worker or parks it (it waits for no
+	//    worker once the stop has begun). Once pulling has ended, the
+	//    hand-backs waiting for it NAK their reads, and the parked reads
+	//    are handed back: none can come back to this process.
 	if !p.pause(stopBy.Sub(c.now()) + HandBackGrace) {
 		c.log.Warn("shutdown: the client buffer was not drained in time; its reads come back after the ack wait")
 	}
-	close(c.unpulled)
+	c.pullingEnded()
 	parked := c.park.release(func(d *delivery, why error) { c.handBackUnhandled(life.giveUp, d, why) })
 	// 3. Let the workers finish their reads; past the stop's deadline their
 	//    calls are cut and the reads handed back.

@@ -149,7 +149,7 @@ func TestSettlementCarriedOut(t *testing.T) {
 				Rand: retry.NewRand(1), MaxReadAge: maxAge, DeadLetterRetry: retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3},
 			}, engine.Options{}, nil))
 			require.NoError(t, err)
-			close(c.unpulled) // nothing pulls here: a hand-back NAKs at once
+			c.pullingEnded() // nothing pulls here: a hand-back NAKs at once
 
 			c.handle(lifetimes{graceful: graceful, hard: hard, giveUp: t.Context()}, owned(msg), c.keep.watches[0])
 
@@ -197,7 +197,7 @@ func TestWaitingForTheBreakerAtStopIsAHandBack(t *testing.T) {
 		&breaker.Options{Window: 30 * time.Second, MinCalls: 1, FailureRatio: 0.5, CoolDown: time.Minute, MaxCoolDown: time.Minute, Probes: 3}))
 	require.NoError(t, err)
 	defer c.breaker.Stop()
-	close(c.unpulled) // nothing pulls here: a hand-back NAKs at once
+	c.pullingEnded() // nothing pulls here: a hand-back NAKs at once
 	graceful, stop := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {

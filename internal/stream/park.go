@@ -9,8 +9,8 @@ import (
 
 // park is where pulled reads wait for a worker while the breaker is open,
 // or while the workers are behind, and for their hand-back once the stop
-// has begun: oldest first, kept alive by the
-// keep-alive owner, never charged an attempt (they were not delivered).
+// has begun: oldest first, kept alive by the keep-alive owner, never
+// charged an attempt (they were not delivered).
 // Workers take parked reads before new ones; follow stops pulling while
 // the park is full.
 type park struct {
