@@ -34,7 +34,13 @@ func startConsumerEnv(t *testing.T, name string, env []string, args ...string) *
 // until it consumes.
 func startProc(t *testing.T, name string, base, env, args []string) *proctest.Proc {
 	t.Helper()
-	p := proctest.Start(t, name, binary, env, slices.Concat(base, args)...)
+	return startProcOf(t, binary, name, base, env, args)
+}
+
+// startProcOf is startProc with the consumer binary bin.
+func startProcOf(t *testing.T, bin, name string, base, env, args []string) *proctest.Proc {
+	t.Helper()
+	p := proctest.Start(t, name, bin, env, slices.Concat(base, args)...)
 	require.Eventually(t, func() bool { return p.Count("consuming") > 0 || p.Exited() }, 30*time.Second, 10*time.Millisecond)
 	require.False(t, p.Exited(), "%s exited at start:\n%s", name, p.Output())
 	return p

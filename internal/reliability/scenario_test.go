@@ -1,6 +1,7 @@
 package reliability_test
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -49,6 +50,9 @@ type setup struct {
 	// defaults runs every consumer with its default policy: baseFlags, not
 	// fast.
 	defaults bool
+	// binary is the consumer binary the scenario runs (default: the
+	// package's, built with -race).
+	binary string
 }
 
 // scenario is one test's world: the NATS side (the embedded world: the
@@ -139,7 +143,7 @@ func (s *scenario) start(name string, args ...string) *proctest.Proc {
 	if s.setup.defaults {
 		base = baseFlags
 	}
-	return startProc(s.t, name, base, s.setup.env, s.flags(args...))
+	return startProcOf(s.t, cmp.Or(s.setup.binary, binary), name, base, s.setup.env, s.flags(args...))
 }
 
 // outage is a policy that answers 503 to every call until heal is called,
