@@ -374,32 +374,31 @@ func (v *View) commit(now time.Duration) Judgement {
 	return judged
 }
 
-// checkProvisional checks a decrease taken on the engine refusing most
-// with no verdict of load, once the calls sent in the span after it have
-// had the time to be answered, and reports that it is to be undone. The
-// first attempts sent in the span before it, counted in the order sent,
-// were refused less than most (beyond chance, two standard deviations)
-// and no more in their later half than in their earlier (three), by a
-// replica calling four or more at a time; and where it then sent with
-// three quarters as many in flight or fewer (its limit halved), it was
-// refused as much (no drop beyond three standard deviations, as a
-// trial's verdict of load needs; with two, 9 of 419 wrong decreases of a
-// simulated start against an engine failing 40% at random were kept, on
-// as few as 12 first attempts after them): the refusal
-// did not move with the load it sent, and the order the calls were
-// answered in made it look like most. A replica's first answers are its
-// failures answered at once, ahead of the successes sent beside them: an
-// engine failing 40% of all calls at random, whatever the load, looked as
-// if it refused most to one replica of four 75 ms into a run, which halved
-// and held 11-13 of its 32 for the run while its trial went undecided. A
-// replica that overruns an engine is refused most in any order, more as
-// it sends more, and less once it and its fleet send less: its decrease
-// stands, as does that of a replica calling a call or two at a time (one
-// of a large fleet), whose share is its fleet's. One that did not send
+// checkProvisional checks a decrease taken on the engine refusing most with
+// no verdict of load, once the calls sent in the span after it have had the
+// time to be answered, and reports that it is to be undone. The first
+// attempts sent in the span before it, counted in the order sent, were
+// refused less than most (beyond chance, two standard deviations) and no
+// more in their later half than in their earlier (three), by a replica
+// calling four or more at a time; and where it then sent with three quarters
+// as many in flight or fewer (its limit halved), it was refused as much (no
+// drop beyond three standard deviations, as a trial's verdict of load needs;
+// with two, 9 of 419 wrong decreases of a simulated start against an engine
+// failing 40% at random were kept, on as few as 12 first attempts after
+// them): the refusal did not move with the load it sent, and the order the
+// calls were answered in made it look like most. A replica's first answers
+// are its failures answered at once, ahead of the successes sent beside
+// them: an engine failing 40% of all calls at random, whatever the load,
+// looked as if it refused most to one replica of four 75 ms into a run,
+// which halved and held 11-13 of its 32 for the run while its trial went
+// undecided. A replica that overruns an engine is refused most in any order,
+// more as it sends more, and less once it and its fleet send less: its
+// decrease stands, as does that of a replica calling a call or two at a time
+// (one of a large fleet), whose share is its fleet's. One that did not send
 // less with its limit halved (its calls in flight under the limit: four
-// replicas on two cores) is undone on its order alone. The window is
-// kept: forgotten, the share of failures the engine's silence is judged
-// against fell to nothing with it. Locked.
+// replicas on two cores) is undone on its order alone. The window is kept:
+// forgotten, the share of failures the engine's silence is judged against
+// fell to nothing with it. Locked.
 func (v *View) checkProvisional() bool {
 	pv := &v.provisional
 	before, after := pv.probe, pv.after

@@ -312,8 +312,9 @@ func TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent(t *testing.T) {
 // an engine failing 40% of its calls at random, whatever the load, kept 9
 // of the decreases of 500 simulated starts (the span after a decrease holds
 // as few as a dozen first attempts; in the bench, 1 of 12 shed against 30
-// of 64 before held a replica at 17 of its 32 calls for about 2s). An engine the
-// replica overruns keeps its decreases (TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent).
+// of 64 before held a replica at 17 of its 32 calls for about 2s). An
+// engine the replica overruns keeps its decreases
+// (TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent).
 func TestADecreaseIsKeptOnADropBeyondChance(t *testing.T) {
 	fell, kept := 0, 0
 	for seed := range uint64(500) {
