@@ -41,16 +41,20 @@
 // and a trial sees what the fleet's load does, not one replica's.
 //
 // A trial (run when sheds are suspect and no verdict of load stands) sets
-// the shed share of the low first attempts against that of the normal ones
-// sent in the same span (not the retries, which the limiter grants first,
-// so that a dip holds more of them), each counted once the
-// calls sent before it have had the time to be answered (twice the 90th
-// percentile of the served latency: failures answered at once come back
-// before the successes sent beside them), in the order they were sent. It is a sequential test (Wald's)
-// of two hypotheses: the reads' own (the low share as high as the normal
-// one) and load (the share over the background halved, or 2p-1 past half
+// the shed share of the low calls against that of the normal ones sent in
+// the same span, first attempts against first attempts and retries
+// against retries (two strata; the retries counted once each side holds
+// five): a retry is a read chosen by its own failure, and the limiter
+// grants retries first, so a dip holds more of them. Each call is counted
+// once the calls sent before it have had the time to be answered (twice
+// the 90th percentile of the served latency: failures answered at once
+// come back before the successes sent beside them), in the order they
+// were sent. It is a sequential test (Wald's) of two hypotheses, stratum
+// by stratum: the reads' own (the low share as high as the normal one)
+// and load (the share over the background halved, or 2p-1 past half
 // refused). Load is decided at odds of Confidence (19 to 1) and a drop
-// beyond chance (three standard deviations), on MinCalls a side, looked
+// beyond chance (three standard deviations, the strata's differences
+// pooled as Cochran, Mantel and Haenszel pool them), on MinCalls a side, looked
 // for once a dip, when its calls are all counted (looked for at every
 // call, chance crossed the three standard deviations about twice as
 // often: 22 against 12 of 2,000 simulated trials of reads failing on

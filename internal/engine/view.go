@@ -244,6 +244,8 @@ type verdict struct {
 	is         Judgement
 	at         time.Duration // monotonic
 	background float64       // Own: the share shed that is the reads' own
+	// Own: the retries' share shed that is the reads' own.
+	retryBackground float64
 	// Load: the first attempts' share shed outside the trial's dips, and
 	// the calls the replica had in flight then, on average; the calls sent
 	// since at 0.6 of that or less, retries too, and how many of them were
@@ -452,11 +454,10 @@ func z(a, b tally) float64 {
 const provisionalSpan = 50 * time.Millisecond
 
 // judge runs the trial with a call, starting one when the sheds are
-// suspect, and returns the verdict reached, if any. Only first attempts
-// count: the limiter grants retries first, so a dip holds more of them
-// than the span beside it, and with them in the trial an engine failing
-// 40% of its calls at random was found loaded (its limit at 1 for the
-// run). Locked.
+// suspect, and returns the verdict reached, if any. First attempts and
+// retries count apart (see trial): pooled with the first attempts, the
+// retries a dip holds more of made an engine failing 40% of its calls at
+// random look loaded (its limit at 1 for the run). Locked.
 func (v *View) judge(now time.Duration, c first) Judgement {
 	if v.o.NoDips {
 		return Undecided
@@ -485,16 +486,20 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		v.trial.on = false // nothing left worth its dips: undecided
 		return Undecided
 	}
-	if c.sent < v.trial.began || !c.fresh {
-		return Undecided // sent before the trial, or a retry
+	if c.sent < v.trial.began {
+		return Undecided // sent before the trial
+	}
+	stratum := firsts
+	if !c.fresh {
+		stratum = retried
 	}
 	// A dip's low calls, counted in the order sent, are followed by the
 	// normal calls sent after it: the first of those closes the dip.
 	boundary := !c.low && v.trial.lastLow
 	v.trial.lastLow = c.low
-	v.trial.add(c.low, c.shed, c.inFlight)
-	odds, bound := v.trial.odds(v.background(now)), math.Log(v.o.Confidence)
-	if v.trial.low < v.o.MinCalls || v.trial.normal < v.o.MinCalls {
+	v.trial.add(stratum, c.low, c.shed, c.inFlight)
+	odds, bound := v.trial.odds(v.backgrounds(now)), math.Log(v.o.Confidence)
+	if v.trial.lows() < v.o.MinCalls || v.trial.normals() < v.o.MinCalls {
 		odds = 0 // too little of either to set them against each other
 	} else if v.trial.rising() {
 		// More shed in the dips than outside them, beyond chance: the
@@ -524,16 +529,17 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// so after as many dips, but for one at its edge (8% shed, none in
 		// the dips: 26 dips on average against 21)
 		// (TestAVerdictOfLoadIsLookedForOnceADip).
-		v.verdict = verdict{is: Load, at: now, share: v.trial.share(false), flight: v.trial.flight(),
-			strong: v.trial.flight() >= minHalved || v.trial.lowShed == 0, retried: v.verdict.is == Load && v.verdict.retried}
+		v.verdict = verdict{is: Load, at: now, share: v.trial.share(firsts, false), flight: v.trial.flight(),
+			strong: v.trial.flight() >= minHalved || v.trial.lowSheds() == 0, retried: v.verdict.is == Load && v.verdict.retried}
 	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
-		v.trial.low >= 3*v.o.MinCalls && v.trial.normal >= 3*v.o.MinCalls:
+		v.trial.lows() >= 3*v.o.MinCalls && v.trial.normals() >= 3*v.o.MinCalls:
 		// The reads' own needs more (30 calls a side, two dips, higher
 		// odds): a replica that dipped alone (its fleet not suspecting
 		// yet, or at its least limit already) sees the same share whatever
 		// the load, and taken for the reads' own, the engine's load would
 		// be charged to them.
-		v.verdict = verdict{is: Own, at: now, background: v.trial.share(true)}
+		v.verdict = verdict{is: Own, at: now, background: v.trial.background(firsts, v.o.MinCalls),
+			retryBackground: v.trial.background(retried, v.o.MinCalls)}
 	default:
 		if v.trial.dips >= v.o.MaxDips && now >= v.trial.dipEnd {
 			v.trial.on = false // undecided: the next suspicion starts again
@@ -592,7 +598,7 @@ const ownOdds = 1.2
 // much at half its load, and a fleet whose replicas dip apart (one paused,
 // another bursting) sees no change where its load is the cause. Locked.
 func (v *View) ownPlausible() bool {
-	return v.trial.halved() && v.trial.share(false) < v.o.OverloadShare
+	return v.trial.halved() && v.trial.share(firsts, false) < v.o.OverloadShare
 }
 
 // suspect reports sheds beyond the background, beyond chance, on enough
@@ -633,6 +639,15 @@ func (v *View) suspect(now time.Duration, anyway bool) bool {
 func (v *View) faded(now time.Duration) bool {
 	n, s := v.fresh.counts(now)
 	return n >= v.o.MinCalls && float64(s)/float64(n) <= v.background(now)+minExcess
+}
+
+// backgrounds is the shares shed that a standing verdict found the reads'
+// own, of first attempts and of retries. Locked.
+func (v *View) backgrounds(now time.Duration) [2]float64 {
+	if v.verdict.is == Own && now-v.verdict.at < v.o.Standing {
+		return [2]float64{v.verdict.background, v.verdict.retryBackground}
+	}
+	return [2]float64{}
 }
 
 // background is the share shed that a standing verdict found the reads'
