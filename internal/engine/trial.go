@@ -222,6 +222,20 @@ func (t *trial) share(s int, pooled bool) float64 {
 	return float64(sh) / float64(n)
 }
 
+// normalShare is the first attempts' share shed outside the dips, on at
+// least least of them; on fewer, that of every counted call outside the
+// dips (a verdict reached mostly on retries, at a call or two in flight).
+func (t *trial) normalShare(least int) float64 {
+	if t.strata[firsts].normal >= least {
+		return t.share(firsts, false)
+	}
+	a := t.sums()
+	if a.normal == 0 {
+		return 0
+	}
+	return float64(a.normalShed) / float64(a.normal)
+}
+
 // background is stratum s's share shed that a verdict of the reads' own
 // found theirs: its share pooled, on at least least calls; 0 on fewer (a
 // verdict reached on retries, with a few first attempts beside them, says

@@ -246,7 +246,8 @@ type verdict struct {
 	background float64       // Own: the share shed that is the reads' own
 	// Own: the retries' share shed that is the reads' own.
 	retryBackground float64
-	// Load: the first attempts' share shed outside the trial's dips, and
+	// Load: the first attempts' share shed outside the trial's dips (that
+	// of every counted call, on fewer than MinCalls first attempts), and
 	// the calls the replica had in flight then, on average; the calls sent
 	// since at 0.6 of that or less, retries too, and how many of them were
 	// shed (belied).
@@ -529,7 +530,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 		// so after as many dips, but for one at its edge (8% shed, none in
 		// the dips: 26 dips on average against 21)
 		// (TestAVerdictOfLoadIsLookedForOnceADip).
-		v.verdict = verdict{is: Load, at: now, share: v.trial.share(firsts, false), flight: v.trial.flight(),
+		v.verdict = verdict{is: Load, at: now, share: v.trial.normalShare(v.o.MinCalls), flight: v.trial.flight(),
 			strong: v.trial.flight() >= minHalved || v.trial.lowSheds() == 0, retried: v.verdict.is == Load && v.verdict.retried}
 	case odds <= -ownOdds*bound && v.trial.dips >= 2 && now >= v.trial.dipEnd-v.o.DipFor && v.ownPlausible() &&
 		v.trial.lows() >= 3*v.o.MinCalls && v.trial.normals() >= 3*v.o.MinCalls:
