@@ -60,8 +60,10 @@
 // often: 22 against 12 of 2,000 simulated trials of reads failing on
 // their own); the reads' own on three times that, at odds of
 // Confidence^1.2 (about 34 to 1), after two dips, with the replica's
-// calls in flight halved from 4 or more, and the engine serving most of
-// what it is sent: a replica that dipped alone, one that
+// calls in flight halved from 4 or more, the engine serving most of
+// what it is sent, and no stratum's share falling in the dips beyond 2.5
+// standard deviations (summed, one stratum's odds can outweigh another's
+// drop): a replica that dipped alone, one that
 // cannot send less and a fleet many times over an engine's capacity see the
 // same share whatever they send. A trial whose dips shed more than the
 // calls beside them, beyond chance, starts again; one undecided after

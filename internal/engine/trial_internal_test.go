@@ -54,3 +54,25 @@ func twoProportion(normalShed, normal, lowShed, low int) float64 {
 	p := float64(normalShed+lowShed) / float64(normal+low)
 	return (pn - pl) / math.Sqrt(p*(1-p)*(1/float64(normal)+1/float64(low)))
 }
+
+// A verdict of the reads' own needs every stratum shed as much in the dips
+// as beside them: the counts of a replica that found its fleet's load its
+// reads' own at 16 replicas (its retries' share fell from 49% to 12%, 3.3
+// standard deviations) are not steady; the partial mix's are.
+func TestAVerdictOfTheReadsOwnNeedsEveryStratumSteady(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		firsts, retries stratum
+		steady          bool
+	}{
+		{"16 replicas: first attempts shed more in the dips, retries less", stratum{normal: 131, normalShed: 55, low: 26, lowShed: 18},
+			stratum{normal: 117, normalShed: 57, low: 24, lowShed: 3}, false},
+		{"the partial mix: as much in the dips, each kind", stratum{normal: 200, normalShed: 46, low: 60, lowShed: 13},
+			stratum{normal: 80, normalShed: 30, low: 40, lowShed: 16}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trial{strata: [2]stratum{tt.firsts, tt.retries}}
+			assert.Equal(t, tt.steady, tr.steady())
+		})
+	}
+}

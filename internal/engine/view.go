@@ -599,7 +599,7 @@ const ownOdds = 1.2
 // much at half its load, and a fleet whose replicas dip apart (one paused,
 // another bursting) sees no change where its load is the cause. Locked.
 func (v *View) ownPlausible() bool {
-	return v.trial.halved() && v.trial.share(firsts, false) < v.o.OverloadShare
+	return v.trial.halved() && v.trial.share(firsts, false) < v.o.OverloadShare && v.trial.steady()
 }
 
 // suspect reports sheds beyond the background, beyond chance, on enough
