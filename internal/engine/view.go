@@ -243,7 +243,7 @@ type provisional struct {
 type verdict struct {
 	is         Judgement
 	at         time.Duration // monotonic
-	background float64       // Own: the share shed that is the reads' own
+	background float64       // Own: the first attempts' share shed that is the reads' own
 	// Own: the retries' share shed that is the reads' own.
 	retryBackground float64
 	// Load: the first attempts' share shed outside the trial's dips (that
@@ -254,7 +254,7 @@ type verdict struct {
 	share, flight float64
 	// strong: found where the replica's dips could send less (minHalved
 	// calls in flight or more outside them), or where its fleet's dips
-	// emptied the sheds (none of the dips' first attempts shed): a verdict
+	// emptied the sheds (none of the dips' counted calls shed): a verdict
 	// that says the fleet's load overruns the engine, not only that the
 	// replica's own calls fare better when it sends fewer.
 	strong       bool
@@ -718,7 +718,7 @@ func (v *View) shedding(now time.Duration) bool {
 // was refused 98% of its calls and half of those in its dips). With every
 // verdict of load paced, the joining replica billed 3-5 reads a second
 // against 15 and opened its breaker in 2 of 15 runs. Unless its fleet's
-// dips emptied the sheds: none of the dips' first attempts shed (ten at
+// dips emptied the sheds: none of the dips' counted calls shed (ten at
 // least, as a verdict needs), which chance does not give at a share that
 // others keep high (0.15^10 at 85%), while a fleet just over an engine's
 // capacity, dipping together, is shed nothing in its dips. Of 14 verdicts
