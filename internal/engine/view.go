@@ -651,14 +651,9 @@ func (v *View) backgrounds(now time.Duration) [2]float64 {
 	return [2]float64{}
 }
 
-// background is the share shed that a standing verdict found the reads'
-// own. Locked.
-func (v *View) background(now time.Duration) float64 {
-	if v.verdict.is == Own && now-v.verdict.at < v.o.Standing {
-		return v.verdict.background
-	}
-	return 0
-}
+// background is the first attempts' share shed that a standing verdict
+// found the reads' own. Locked.
+func (v *View) background(now time.Duration) float64 { return v.backgrounds(now)[firsts] }
 
 // dip asks for the next dip when none is pending, while a trial runs or
 // the sheds are suspect: every replica that sees the engine shed beyond
