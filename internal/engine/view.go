@@ -837,6 +837,32 @@ func (v *View) Down(r uint64) bool {
 	return v.silence.down(r)
 }
 
+// Back tells the View that the engine is back from an outage (the
+// breaker closed): what it saw while the engine served no one says
+// nothing of its load after. The window's first attempts go, with the
+// outage's refusals: kept, they were most of what the view had seen, so
+// it judged the engine to refuse most of what it is sent and credited the
+// reads' own failures after the return as its load, each a decrease of
+// the limit (14-37 of them in the second after an outage, against none,
+// TestAnOutagesRefusalsAreForgottenOnTheReturn; a demo replica found the
+// engine loaded 7s after an outage and stayed at a limit of 1 to 4 for
+// the two minutes left of its run). A running trial goes too (its calls
+// span the outage and the return), and a verdict of load found before the
+// outage. A verdict of the reads' own stays: their failures are their own
+// whether or not the engine was down.
+func (v *View) Back() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.trial.on = false
+	v.fresh.reset()
+	v.provisional.at = 0
+	v.refusing = 0
+	v.retrying, v.undo = false, false
+	if v.verdict.is == Load {
+		v.verdict = verdict{}
+	}
+}
+
 // Snapshot is the View's state, for metrics and logs.
 type Snapshot struct {
 	ShedShare  float64 // of the window's first attempts

@@ -330,3 +330,32 @@ func TestADecreaseIsKeptOnADropBeyondChance(t *testing.T) {
 	assert.Greater(t, fell, 250, "starts whose first answers brought the limit down at 40%% at random")
 	assert.LessOrEqual(t, kept, 2, "of %d such decreases, kept", fell)
 }
+
+// Once the engine is back from an outage (the breaker closed), what the
+// View saw while it served no one says nothing of its load: a read's own
+// failure after the return is not taken for load. Kept, the window's
+// refusals from the outage said the engine refused most for as long as
+// they outnumbered the first attempts after it, and each read's own
+// failure brought the limit down (a demo replica at one call in flight
+// stayed at a limit of 1 to 4 for the two minutes after an outage).
+func TestWhatTheOutageRefusedIsForgottenOnTheReturn(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		t.Run(map[bool]string{false: "not told", true: "told the engine is back"}[back], func(t *testing.T) {
+			p := newReplica(t, engine.Options{}, 3)
+			p.inFlight = 1
+			p.run(200, 1, 1) // the outage: every call refused at once
+			if back {
+				p.v.Back()
+			}
+			p.decreases = 0
+			p.run(50, 0.1, 0.1) // back, a tenth of the reads failing on their own
+			assert.Equal(t, !back, p.v.Shedding(), "a read's own failure taken for the engine's load")
+			if back {
+				assert.Zero(t, p.decreases, "no decrease on the reads' own failures")
+				assert.NotContains(t, p.verdicts, engine.Load)
+			} else {
+				assert.Positive(t, p.decreases, "the outage's refusals, kept, bring the limit down (what Back is for)")
+			}
+		})
+	}
+}

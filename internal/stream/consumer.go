@@ -214,7 +214,9 @@ func (c *Consumer) breakerChanged(from, to breaker.State) {
 	c.log.LogAttrs(context.Background(), lvl, "breaker", slog.String("from", from.String()), slog.String("to", to.String()))
 	if to == breaker.Closed {
 		// The engine is back: the limit fell on an outage, not on its
-		// capacity.
+		// capacity, and what the view saw meanwhile says nothing of its
+		// load.
+		c.view.Back()
 		c.limit.SlowStart()
 	}
 }

@@ -2,9 +2,11 @@ package stream_test
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -288,4 +290,59 @@ func TestPermanentFailuresDoNotOpenTheBreaker(t *testing.T) {
 	e.settled(10 * time.Second)
 	assert.Len(t, e.deadLetters(), 20)
 	assert.Zero(t, testutil.ToFloat64(counter(t, e, "meter_consumer_breaker_transitions_total", "to", "open")))
+}
+
+// Back from an outage long enough to open the breaker, an engine that
+// fails a tenth of the reads once, on their own, has them charged: what
+// the replica saw refused while the engine served no one says nothing of
+// its load after. Kept, the outage's refusals were most of the first
+// attempts the engine's view had seen, so it judged the engine to refuse
+// most of what it is sent, and credited each read's own failure as the
+// engine's load, bringing the limit down on it.
+func TestAnOutagesRefusalsAreForgottenOnTheReturn(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	down.Store(true)
+	var failed sync.Map // the reads failed since the return
+	e := newEnv(t, func(_ int, key string) (int, http.Header) {
+		if down.Load() {
+			return http.StatusServiceUnavailable, nil
+		}
+		h := fnv.New32a()
+		h.Write([]byte(key))
+		if _, again := failed.LoadOrStore(key, true); h.Sum32()%10 == 0 && !again {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	})
+	o := e.options(61)
+	adaptive(t, &o)
+	// The breaker opens once 60 fresh reads have failed: the view has seen
+	// more first attempts refused by then than a trial needs.
+	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 60, FailureRatio: 0.5,
+		CoolDown: 200 * time.Millisecond, MaxCoolDown: 400 * time.Millisecond, Probes: 1}
+	e.start(o)
+
+	i := 0
+	publish := func(d time.Duration) {
+		for began := time.Now(); time.Since(began) < d; i++ {
+			e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for e.metric("meter_consumer_breaker_transitions_total", "to", "open") < 1 {
+		require.Less(t, i, 1000, "the breaker opens on the outage")
+		publish(100 * time.Millisecond)
+	}
+	down.Store(false)
+	require.Eventually(t, func() bool {
+		return e.metric("meter_consumer_breaker_state") == float64(breaker.Closed)
+	}, 10*time.Second, 10*time.Millisecond, "the breaker closes on the return")
+	credited := e.metric("meter_consumer_uncharged_failures_total", "why", "shedding")
+	publish(3 * time.Second)
+	e.settled(20 * time.Second)
+
+	assert.Equal(t, credited, e.metric("meter_consumer_uncharged_failures_total", "why", "shedding"),
+		"a read's own failure after the return is not credited as the engine's load")
+	t.Logf("%d reads, %d calls; credited as shedding before the return %.0f; %d dead-lettered", i, e.re.total(), credited, len(e.deadLetters()))
 }
