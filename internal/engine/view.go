@@ -697,7 +697,14 @@ func (v *View) shedding(now time.Duration) bool {
 	}
 	switch v.verdict.is {
 	case Load:
-		return now-v.verdict.at < v.o.Standing || v.trial.on
+		if now-v.verdict.at < v.o.Standing {
+			return true
+		}
+		// Lapsed, it is tried again, and is no verdict meanwhile: kept
+		// while the trial ran, a replica at a call in flight, whose dips
+		// cannot send less, never decided, and each of its reads' own
+		// failures brought its limit down again, for good
+		// (TestALapsedVerdictOfLoadIsNoLongerLoad).
 	case Own:
 		if now-v.verdict.at < v.o.Standing || v.trial.on {
 			return false

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -358,4 +359,25 @@ func TestWhatTheOutageRefusedIsForgottenOnTheReturn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A verdict of load found at a call in flight (one of a large fleet, or a
+// replica back from an outage that sent its held reads at once) stands
+// for Standing, and no longer: once it lapses, the engine's sheds are
+// tried again, and meanwhile they are its load only if it refuses most.
+// Kept for as long as the trial ran, a replica at a limit of 1, whose dips
+// cannot send less, never decided, and every read's own failure brought
+// its limit down again: a demo replica with incidents stayed at a limit of
+// 1 for the two minutes after an outage.
+func TestALapsedVerdictOfLoadIsNoLongerLoad(t *testing.T) {
+	p := newReplica(t, engine.Options{Standing: 5 * time.Second}, 11)
+	p.inFlight, p.step = 1, 10*time.Millisecond
+	p.run(2000, 0.4, 0) // 20s: the fleet's dips empty the sheds
+	require.Contains(t, p.verdicts, engine.Load)
+	p.run(1000, 0.15, 0.15) // 10s of the reads' own failures: the last verdict lapses
+	p.decreases = 0
+	p.run(1000, 0.15, 0.15)
+	assert.Zero(t, p.decreases, "the reads' own failures bring nothing down once the verdict lapsed")
+	assert.False(t, p.v.Shedding())
+	assert.Equal(t, []engine.Judgement{engine.Load}, slices.Compact(p.verdicts), "no verdict of load on the reads' own failures")
 }
