@@ -850,13 +850,11 @@ func (v *View) Down(r uint64) bool {
 // outage's refusals: kept, they were most of what the view had seen, so
 // it judged the engine to refuse most of what it is sent and credited the
 // reads' own failures after the return as its load, each a decrease of
-// the limit (14-37 of them in the second after an outage, against none,
-// TestAnOutagesRefusalsAreForgottenOnTheReturn; a demo replica found the
-// engine loaded 7s after an outage and stayed at a limit of 1 to 4 for
-// the two minutes left of its run). A running trial goes too (its calls
-// span the outage and the return), and a verdict of load found before the
-// outage. A verdict of the reads' own stays: their failures are their own
-// whether or not the engine was down.
+// the limit (14-37 of them in the second after an outage, against none:
+// TestAnOutagesRefusalsAreForgottenOnTheReturn). A running trial goes
+// too (its calls span the outage and the return), and a verdict of load
+// found before the outage. A verdict of the reads' own stays: their
+// failures are their own whether or not the engine was down.
 func (v *View) Back() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
