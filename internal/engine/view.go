@@ -686,8 +686,9 @@ const refuseFor = time.Second
 const dipCalls = 15
 
 // shedding reports an engine shedding now (a call shed within a second),
-// where a verdict of load stands (or is being tried again), or it refuses
-// most of what it is sent and no trial has found that the reads' own. An
+// where a verdict of load stands (for Standing; lapsed, it is tried again
+// as any suspicion is), or it refuses most of what it is sent and no
+// standing verdict, or trial of one, has found that the reads' own. An
 // engine that sheds no more is not overloaded, whatever was found of its
 // sheds: the retries held for the budget at the end of a backlog go as
 // soon as it is idle. Locked.
