@@ -19,9 +19,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/topology"
 )
 
-// readKey is the idempotency key of read(fmt.Sprintf("MTR-%d", i), i).
-func readKey(i int) string { return fmt.Sprintf("MTR-%d@2026-11-30T06:%02d:00Z", i, i%60) }
-
 // histogram finds a histogram without labels.
 func histogram(t *testing.T, e *env, name string) *dto.Histogram {
 	t.Helper()
@@ -147,7 +144,7 @@ func TestCrashesAndStopsChargeNoDeliveryWithoutACall(t *testing.T) {
 
 	assert.Empty(t, e.deadLetters(), "no read dead-lettered for deliveries it was not called for")
 	for i := range reads {
-		calls := e.re.Calls(readKey(i))
+		calls := e.re.Calls(keyOf(i))
 		if assert.NotEmpty(t, calls, "read %d", i) {
 			assert.Equal(t, http.StatusOK, calls[len(calls)-1].Status, "read %d billed", i)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/meterline/meter-consumer/internal/topology"
 )
 
+// keyOf is the idempotency key of read(fmt.Sprintf("MTR-%d", i), i).
 func keyOf(i int) string { return fmt.Sprintf("MTR-%d@2026-11-30T06:%02d:00Z", i, i%60) }
 
 // While everything fails, retries add at most the budget's share of the
