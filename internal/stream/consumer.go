@@ -278,6 +278,10 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	measure, measured := context.WithTimeout(ctx, 5*time.Second)
 	c.server.measure(measure, cons) // before the first read: its age is timed on the server's clock
 	measured()
+	// Due retries NAKed are pulled back at once (recall): told before the
+	// keep-alive owner, which NAKs them, runs.
+	rc := newRecall(c.o.Concurrency, c.m.recalled)
+	c.retries.naked = rc.nudge
 	// The background (keep-alives, leases, the server's clock, the NAK log)
 	// ends last, once every read is settled or handed back.
 	background := start(ctx,
@@ -304,7 +308,9 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 		runErr = fmt.Errorf("consume: %w", err)
 	} else {
 		c.consuming.Store(true)
-		following = start(ctx, func(ctx context.Context) { c.follow(ctx, p) })
+		recalled := c.dispatcher(pool, life)
+		following = start(ctx, func(ctx context.Context) { c.follow(ctx, p) },
+			func(ctx context.Context) { rc.run(ctx, cons, recalled, p.pulling) })
 		select {
 		case <-ctx.Done():
 		case <-p.unexpected:
@@ -319,7 +325,8 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// deadline.
 	stopBy := c.now().Add(c.o.ShutdownTimeout)
 	over := life.countdown(c.o.ShutdownTimeout)
-	// 1. Stop following the breaker and the park: pulling is not resumed.
+	// 1. Stop following the breaker and the park, and recalling retries:
+	//    pulling is not resumed.
 	following.stop()
 	// 2. Stop pulling with Drain: buffered reads still reach dispatch,
 	//    which hands each to an idle worker or parks it (it waits for no

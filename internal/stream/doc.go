@@ -24,9 +24,10 @@
 //   - the fates: Ack; retry (hold.go holds the read for a full-jitter
 //     delay of its attempt, floored by Retry-After, then NAKs it, past the
 //     retry budget when the engine is overloaded; see retries for why not
-//     NakWithDelay); dead-letter (deadletter.go: the decision recorded, the
-//     copy stored, then TERM; a copy not confirmed holds the read, never
-//     TERMs it); hand back at a stop (recorded, NAKed, uncharged).
+//     NakWithDelay; recall.go pulls it back at once); dead-letter
+//     (deadletter.go: the decision recorded, the copy stored, then TERM; a
+//     copy not confirmed holds the read, never TERMs it); hand back at a
+//     stop (recorded, NAKed, uncharged).
 //
 // The table of fates is docs/SETTLEMENT.md's, asserted row by row by
 // TestSettlementTable.

@@ -21,6 +21,10 @@ type retries struct {
 	// gate decides whether a retry that is due may go now; when it may
 	// not, the read is held again for the returned time.
 	gate func() (bool, time.Duration)
+	// naked is told of each retry of the downstream call NAKed when due
+	// (recall fetches it back at once); set before the keep-alive owner
+	// runs.
+	naked func()
 }
 
 // hold keeps d until delay has passed, then NAKs it; a retry of the
@@ -33,7 +37,7 @@ func (r *retries) hold(d *delivery, delay time.Duration, gated bool) {
 	}
 	w := &waiting{d: d, due: r.keep.now().Add(delay), then: r.nak, ready: ready}
 	if gated {
-		w.ready = r.ready
+		w.ready, w.then = r.ready, r.nakDue
 	}
 	r.keep.add(w)
 }
@@ -51,6 +55,15 @@ func (r *retries) ready(time.Time) time.Duration {
 func ready(time.Time) time.Duration { return 0 }
 
 func (r *retries) nak(d *delivery) { r.settle("nak", d.nak()) }
+
+// nakDue NAKs a retry of the downstream call that is due, and says so.
+func (r *retries) nakDue(d *delivery) {
+	err := d.nak()
+	r.settle("nak", err)
+	if err == nil && r.naked != nil {
+		r.naked()
+	}
+}
 
 // release gives every held read back to the server with the rest of its
 // delay (NakWithDelay: the retry it was waiting for), for a stop; it

@@ -34,6 +34,7 @@ type Metrics struct {
 	limit           prometheus.Gauge
 	rejected        *prometheus.CounterVec
 	retries         *prometheus.CounterVec
+	recalled        prometheus.Counter
 	settleErrors    *prometheus.CounterVec
 	panics          prometheus.Counter
 	retryDelay      prometheus.Histogram
@@ -112,6 +113,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: ns, Name: "retries_total",
 			Help: "Retries due, by budget: spent (released to the server) or denied (over the retry budget: held again, not charged; a read may be denied more than once).",
 		}, []string{"budget"}),
+		recalled: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "retries_recalled_total",
+			Help: "Reads brought by the pulls this replica sends right after NAKing a due retry, so that the retry comes back at once instead of behind the reads buffered (the server hands out redeliveries first).",
+		}),
 		leasesLost: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "leases_lost_total",
 			Help: "Deliveries dropped unsettled (no NAK, TERM, record or copy; an Ack still goes): the NATS connection was down, or the process stalled, for a quarter of the ack wait or more since they arrived, so the server may have given the read to another replica. The server redelivers the read.",
