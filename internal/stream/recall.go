@@ -18,10 +18,12 @@ import (
 // against 3-4 with recall; TestADueRetryIsPulledBackAtOnce).
 // A millisecond after each due retry's NAK, recall sends a pull of its own
 // (FetchNoWait) for as many reads as retries were NAKed since its last
-// one: the server hands out redeliveries first, so the retry comes back
-// at once, and is dispatched as a pulled read is. A pull sent at once
-// overtook the NAK it followed in 2 of 6 test runs (the server handles
-// acks apart from pull requests); a millisecond later, in none of 8.
+// one, its workers at most (the rest come with Consume's pulls): the
+// server hands out redeliveries first, so the retry comes back at once,
+// and is dispatched as a pulled read is. When this design was first built,
+// a pull sent at once overtook the NAK it followed in 2 of 6 test runs
+// (the server handles acks apart from pull requests); a millisecond
+// later, in none of 8.
 //
 // A read the pull brings that is not the retry (another replica's pull
 // took it first) is an ordinary read pulled a little early.
