@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -48,7 +49,7 @@ Flags:
 `
 
 // flagOrder is the order --help lists the flags in.
-var flagOrder = []string{"n", "scenario", "pulls", "replicas", "engines-n", "engines-policies", "engines-cells", "process-n", "process-rounds", "process-profile",
+var flagOrder = []string{"n", "scenario", "pulls", "replicas", "engines-n", "engines-policies", "engines-cells", "engines-trace", "process-n", "process-rounds", "process-profile",
 	"consumer-binary", "nats-server-binary", "smoke", "json", "cpuprofile", "doc", "from", "figures"}
 
 // bareMode is the hidden first argument that runs the process scenario's
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		enginesN   = fs.Int("engines-n", def.EnginesN, "backlog each backlog cell of the engines scenario drains (its capacity cells drain twice as many)")
 		policies   = fs.String("engines-policies", "production,short", "retry policies the engines scenario runs its matrix with, comma-separated: "+strings.Join(bench.EnginesPolicyNames(), ", "))
 		cells      = fs.String("engines-cells", "", "run only the engines scenario's cells whose name holds one of these, semicolon-separated (\"capacity, 16 replicas;down\"); default: all")
+		trace      = fs.String("engines-trace", "", "write the timeline of every fleet the engines scenario runs to this file: a line every 5ms with the cell, the milliseconds since its first replica started, the engine's calls and sheds so far, and each replica's limit")
 		processN   = fs.Int("process-n", def.ProcessN, "backlog each process of the process scenario drains")
 		rounds     = fs.Int("process-rounds", def.ProcessRounds, "rounds of the process scenario: the bare consumer and the product, each round")
 		profile    = fs.String("process-profile", "", "write a CPU profile of the product binary in each round of the process scenario to <prefix>-<round>.pprof (3s from its first ack; --pprof-addr)")
@@ -169,6 +171,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if !*smoke {
 		cfg.Progress = stderr // a smoke run (CI) prints only the table, or an error
+	}
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			fmt.Fprintf(stderr, "consumer-bench: --engines-trace: %v\n", err)
+			return exitFailure
+		}
+		defer f.Close()
+		w := bufio.NewWriter(f)
+		defer w.Flush()
+		cfg.EnginesTrace = w
 	}
 
 	if cfg.Runs(bench.ScenarioProcess) {

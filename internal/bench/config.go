@@ -77,6 +77,10 @@ type Config struct {
 	// second, the policy's longest chain of delays, and its own waits) a
 	// cell may take before it is stopped.
 	EnginesSlack time.Duration
+	// EnginesTrace, when set, gets the timeline of every fleet the matrix
+	// runs: a line every 5ms with the engine's calls and sheds so far and
+	// each replica's limit (see tracer).
+	EnginesTrace io.Writer
 
 	// ProcessN is the backlog each process of the process scenario drains;
 	// ProcessRounds how many times the bare consumer and the product each

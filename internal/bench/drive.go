@@ -151,6 +151,9 @@ func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic
 	var st simengine.Stats
 	var limits []int
 	spec.url = srv.URL
+	if spec.trace != nil {
+		spec.trace.stats = srv.Stats
+	}
 	p, err := e.drive(ctx, srv, tr, longest, durable, func(ctx context.Context, durable string) (*running, error) {
 		var err error
 		if f, err = startFleet(ctx, e, durable, spec); err != nil {

@@ -295,7 +295,17 @@ func (m *matrix) bound(replicas int) int { return replicas * config.Default().Co
 // drain drains tr with a fleet of r replicas of the policy, seeded from
 // seed, against srv, within longest.
 func (m *matrix) drain(srv *simengine.Server, tr traffic, longest time.Duration, kind string, r int, seed uint64) (FleetRun, error) {
-	return drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(kind, r), fleetSpec{replicas: r, seed: seed + 1<<20, policy: m.p.Policy})
+	return drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(kind, r), m.fleet(kind, r, seed, m.p.Policy))
+}
+
+// fleet is the spec of a cell's fleet of r replicas, seeded from seed,
+// traced when the configuration asks for it.
+func (m *matrix) fleet(kind string, r int, seed uint64, p retry.Policy) fleetSpec {
+	spec := fleetSpec{replicas: r, seed: seed + 1<<20, policy: p}
+	if m.cfg.EnginesTrace != nil {
+		spec.trace = &tracer{w: m.cfg.EnginesTrace, cell: fmt.Sprintf("%s/%s/%dr", m.p.Name, kind, r)}
+	}
+	return spec
 }
 
 func backlogTraffic(n int) string { return fmt.Sprintf("backlog %d", n) }
@@ -396,8 +406,9 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 	// the consumer then writes a debug line for every read it settles,
 	// which the capture drops at once.
 	naks := newNakCapture()
-	f, err := drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(c.kind, c.replicas),
-		fleetSpec{replicas: c.replicas, seed: seed + 1<<20, policy: c.policy, log: naks})
+	spec := m.fleet(c.kind, c.replicas, seed, c.policy)
+	spec.log = naks
+	f, err := drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(c.kind, c.replicas), spec)
 	if err != nil {
 		return cell, err
 	}

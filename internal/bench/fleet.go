@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,11 +44,16 @@ type fleetSpec struct {
 	// enables) instead of the JSON logger writing nowhere.
 	policy retry.Policy
 	log    slog.Handler
+	// trace, when set, gets a line every traceEvery from the first
+	// replica's start until the fleet stops: the milliseconds since, the
+	// engine's calls and sheds (stats) and each replica's limit.
+	trace *tracer
 }
 
 // fleet is a running fleet.
 type fleet struct {
 	*running
+	mu       sync.Mutex // limiters grows while the fleet starts, sampled by the trace
 	limiters []*limit.Limiter
 	regs     []*prometheus.Registry
 }
@@ -56,26 +62,42 @@ type fleet struct {
 func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*fleet, error) {
 	f := &fleet{}
 	var rs []*running
+	traced := spec.trace.follow(f)
 	for i := range spec.replicas {
 		p := product{cfg: replicaConfig(spec.policy), url: spec.url, log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
 		c, err := p.start(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i))
 		if err != nil {
+			traced()
 			return nil, errors.Join(err, stopAll(rs).stop())
 		}
 		rs = append(rs, c.running)
 		f.regs = append(f.regs, c.registry)
+		f.mu.Lock()
 		f.limiters = append(f.limiters, c.limiter)
+		f.mu.Unlock()
 	}
-	f.running = stopAll(rs)
+	all := stopAll(rs)
+	f.running = &running{ended: all.ended, stop: func() error { traced(); return all.stop() }}
 	return f, nil
+}
+
+// limits are the replicas' limits now, of those started.
+func (f *fleet) limits() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ls := make([]int, len(f.limiters))
+	for i, l := range f.limiters {
+		ls[i] = l.Limit()
+	}
+	return ls
 }
 
 // limitSum is the fleet's calls allowed in flight now: the sum of its
 // limits.
 func (f *fleet) limitSum() int {
 	sum := 0
-	for _, l := range f.limiters {
-		sum += l.Limit()
+	for _, l := range f.limits() {
+		sum += l
 	}
 	return sum
 }

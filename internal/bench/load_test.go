@@ -87,6 +87,8 @@ func TestEnginesScenario(t *testing.T) {
 	cfg.EnginesDown, cfg.EnginesJoinFor, cfg.EnginesThrottleWait, cfg.EnginesSwitchAfter = 300*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 	cfg.EnginesSlack = time.Second
 	cfg.EnginesPolicies[0].Trickle = time.Second
+	var trace syncBuffer
+	cfg.EnginesTrace = &trace
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
 	require.NotNil(t, rep.Engines)
@@ -126,6 +128,39 @@ func TestEnginesScenario(t *testing.T) {
 		}
 	}
 	assert.Greater(t, judged, 20, "each cell's targets are judged")
+
+	// Every fleet's timeline: cell, milliseconds, calls, sheds, limits.
+	lines := strings.Split(strings.TrimSpace(trace.String()), "\n")
+	require.NotEmpty(t, lines)
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Split(l, "\t")
+		require.Len(t, f, 5, l)
+		seen[f[0]] = true
+		assert.Regexp(t, `^\d+$`, f[1], l)
+		assert.Regexp(t, `^\[\d+\]$`, f[4], "one replica's limit: %s", l)
+	}
+	assert.True(t, seen["smoke/capacity/1r"], "the capacity cell is traced: %v", seen)
+	assert.True(t, seen["smoke/down/1r"], "the down cell is traced: %v", seen)
+}
+
+// syncBuffer is a strings.Builder safe for the tracer's goroutine and the
+// test reading it after.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestProcessScenario runs the bare consumer (this test binary, see
