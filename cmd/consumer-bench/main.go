@@ -178,9 +178,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "consumer-bench: --engines-trace: %v\n", err)
 			return exitFailure
 		}
-		defer f.Close()
 		w := bufio.NewWriter(f)
-		defer w.Flush()
+		defer func() {
+			if err := errors.Join(w.Flush(), f.Close()); err != nil {
+				fmt.Fprintf(stderr, "consumer-bench: --engines-trace: %v\n", err)
+			}
+		}()
 		cfg.EnginesTrace = w
 	}
 
