@@ -77,7 +77,7 @@ func BuildMark(prefix string, m Mark) *nats.Msg {
 	set(HeaderStream, m.Stream)
 	set(HeaderSequence, strconv.FormatUint(m.Sequence, 10))
 	if !m.PublishedAt.IsZero() {
-		set(HeaderPublishedAt, m.PublishedAt.UTC().Format(time.RFC3339Nano))
+		set(HeaderPublishedAt, m.PublishedAt.UTC().Format(TimeFormat))
 	}
 	set(HeaderSubject, m.Subject)
 	set(HeaderCopySequence, strconv.FormatUint(m.CopySequence, 10))
@@ -85,7 +85,7 @@ func BuildMark(prefix string, m Mark) *nats.Msg {
 		set(HeaderReplayedAs, strconv.FormatUint(m.ReplayedAs, 10))
 	}
 	set(HeaderMarkedBy, OneLine(m.By, 256))
-	set(HeaderMarkedAt, m.At.UTC().Format(time.RFC3339Nano))
+	set(HeaderMarkedAt, m.At.UTC().Format(TimeFormat))
 	if m.Why != "" {
 		set(HeaderWhy, OneLine(m.Why, MaxErrorLen))
 	}

@@ -62,6 +62,12 @@ const (
 	HeaderOriginalSize = "Dlq-Original-Size"
 )
 
+// TimeFormat is the format of Dlq-Published-At, Dlq-Dead-Lettered-At and
+// the marks' times: RFC 3339 in UTC with nanoseconds, always nine digits of
+// them (time.RFC3339Nano drops trailing zeros), so that every copy's times
+// have one shape; time.RFC3339Nano parses it.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
 // MaxErrorLen bounds the Dlq-Error header, in bytes.
 const MaxErrorLen = 1024
 
@@ -131,8 +137,8 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 	set(HeaderSequence, strconv.FormatUint(e.Sequence, 10))
 	set(HeaderDeliveries, strconv.FormatUint(e.Deliveries, 10))
 	set(HeaderAttempts, strconv.FormatUint(e.Attempts, 10))
-	set(HeaderPublishedAt, e.PublishedAt.UTC().Format(time.RFC3339Nano))
-	set(HeaderDeadLetteredAt, now.UTC().Format(time.RFC3339Nano))
+	set(HeaderPublishedAt, e.PublishedAt.UTC().Format(TimeFormat))
+	set(HeaderDeadLetteredAt, now.UTC().Format(TimeFormat))
 	set(nats.MsgIdHdr, MsgID(e.Stream, e.Sequence, e.PublishedAt))
 	return &nats.Msg{Subject: Subject(prefix, e.Subject), Header: h, Data: e.Data}
 }

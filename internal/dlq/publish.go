@@ -68,12 +68,10 @@ func NewPublisher(js JetStream, o PublisherOptions) *Publisher {
 // Publish stores the copy of e and returns nil only once JetStream confirmed
 // it. A copy already stored under the same message id counts as confirmed.
 func (p *Publisher) Publish(ctx context.Context, e Entry) error {
+	// No Nats-Expected-Stream: the server would store it with the copy,
+	// which keeps no Nats-Expected-* header; the stream that stored the
+	// copy is checked on its acknowledgement instead (publish).
 	msg := Build(p.o.Prefix, e, p.o.Now())
-	if p.o.Stream != "" {
-		// Set here rather than with jetstream.WithExpectStream, so that Fit
-		// counts it.
-		msg.Header.Set(jetstream.ExpectedStreamHeader, p.o.Stream)
-	}
 	truncated, err := Fit(msg, p.o.MaxSize)
 	switch {
 	case err != nil:

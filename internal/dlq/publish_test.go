@@ -25,11 +25,22 @@ func TestPublishIsConfirmedAndIdempotent(t *testing.T) {
 	e := dlq.Entry{Reason: dlq.ReasonPermanent, Cause: "http_422", Stream: "METER_READS",
 		Subject: "meter.reads.north", Sequence: 5, Data: []byte("x")}
 
+	e.PublishedAt = time.Date(2026, 11, 30, 6, 0, 0, 120, time.UTC)
 	require.NoError(t, p.Publish(t.Context(), e))
 	require.NoError(t, p.Publish(t.Context(), e), "a second copy is a confirmed duplicate")
 	info, err := st.Info(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), info.State.Msgs)
+
+	// As stored: no Nats-Expected-* header (the copy keeps none, its own
+	// publish's included), and its times with all nine digits.
+	m, err := st.GetMsg(t.Context(), 1)
+	require.NoError(t, err)
+	for name := range m.Header {
+		assert.False(t, strings.HasPrefix(name, "Nats-Expected-"), "stored with the copy: %s", name)
+	}
+	assert.Equal(t, "2026-11-30T06:00:00.000000120Z", m.Header.Get(dlq.HeaderPublishedAt))
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$`, m.Header.Get(dlq.HeaderDeadLetteredAt))
 }
 
 func TestPublishWithoutStreamIsNotConfirmed(t *testing.T) {

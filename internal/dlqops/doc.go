@@ -37,8 +37,9 @@
 // stream would refuse a replay carrying that expectation; the original's own
 // directives were already dropped by dlq.Build.
 //
-// It is published expecting SourceStream when that is set, and the ack is
-// awaited. The copy is then marked replayed, and deleted only after the
+// When SourceStream is set, its subject must be one of that stream's, and
+// the ack must come from it (not asked of the server with
+// Nats-Expected-Stream, which it would store with the replayed read). The copy is then marked replayed, and deleted only after the
 // mark's ack; a failed publish or mark leaves it. Because the message id is derived from the copy, a replay run twice, or
 // resumed after a crash between the publish and the delete, is dropped by the
 // source stream's duplicate window (the ack says Duplicate, counted as such,

@@ -9,4 +9,7 @@ var (
 	ErrNoSuchSequence = errors.New("no such sequence")
 	// ErrInvalid: a filter, an option or a time flag that cannot be used.
 	ErrInvalid = errors.New("invalid")
+	// ErrWrongStream: the original subject of a copy to replay is not one
+	// the source stream takes.
+	ErrWrongStream = errors.New("not a subject of the source stream")
 )

@@ -41,7 +41,7 @@ func ExampleOps_List_json() {
 	err := o.List(context.Background(), dlqops.Filter{Meter: "MTR-4"}, true)
 	fmt.Println(err)
 	// Output:
-	// {"seq":5,"reason":"permanent","cause":"http_422","subject":"meter.reads.east","meter_id":"MTR-4","error":"downstream answered 422: unknown meter","deliveries":1,"attempts":1,"replay_count":0,"dead_lettered_at":"2026-11-30T06:55:00Z","published_at":"2026-11-30T06:54:00Z","headers":{"Dlq-Attempts":["1"],"Dlq-Cause":["http_422"],"Dlq-Consumer":["meter-consumer"],"Dlq-Dead-Lettered-At":["2026-11-30T06:55:00Z"],"Dlq-Deliveries":["1"],"Dlq-Error":["downstream answered 422: unknown meter"],"Dlq-Published-At":["2026-11-30T06:54:00Z"],"Dlq-Reason":["permanent"],"Dlq-Sequence":["105"],"Dlq-Stream":["METER_READS"],"Dlq-Subject":["meter.reads.east"],"Nats-Expected-Stream":["METER_READS_DLQ"],"Nats-Msg-Id":["dlq:METER_READS:105:1796021640000000000"]},"payload":"{\"meter_id\":\"MTR-4\",\"read_at\":\"2026-11-30T06:00:00+01:00\",\"quantity\":\"12.500\",\"unit\":\"kWh\"}"}
+	// {"seq":5,"reason":"permanent","cause":"http_422","subject":"meter.reads.east","meter_id":"MTR-4","error":"downstream answered 422: unknown meter","deliveries":1,"attempts":1,"replay_count":0,"dead_lettered_at":"2026-11-30T06:55:00Z","published_at":"2026-11-30T06:54:00Z","headers":{"Dlq-Attempts":["1"],"Dlq-Cause":["http_422"],"Dlq-Consumer":["meter-consumer"],"Dlq-Dead-Lettered-At":["2026-11-30T06:55:00.000000000Z"],"Dlq-Deliveries":["1"],"Dlq-Error":["downstream answered 422: unknown meter"],"Dlq-Published-At":["2026-11-30T06:54:00.000000000Z"],"Dlq-Reason":["permanent"],"Dlq-Sequence":["105"],"Dlq-Stream":["METER_READS"],"Dlq-Subject":["meter.reads.east"],"Nats-Msg-Id":["dlq:METER_READS:105:1796021640000000000"]},"payload":"{\"meter_id\":\"MTR-4\",\"read_at\":\"2026-11-30T06:00:00+01:00\",\"quantity\":\"12.500\",\"unit\":\"kWh\"}"}
 	// <nil>
 }
 
@@ -84,16 +84,15 @@ func ExampleOps_Show() {
 	// Dlq-Attempts: 1
 	// Dlq-Cause: http_422
 	// Dlq-Consumer: meter-consumer
-	// Dlq-Dead-Lettered-At: 2026-11-30T04:00:00Z
+	// Dlq-Dead-Lettered-At: 2026-11-30T04:00:00.000000000Z
 	// Dlq-Deliveries: 1
 	// Dlq-Error: downstream answered 422: quantity 12.500 exceeds the meter's rated maximum for the billing period
 	// Dlq-Original-Msg-Id: he-1
-	// Dlq-Published-At: 2026-11-30T03:59:00Z
+	// Dlq-Published-At: 2026-11-30T03:59:00.000000000Z
 	// Dlq-Reason: permanent
 	// Dlq-Sequence: 101
 	// Dlq-Stream: METER_READS
 	// Dlq-Subject: meter.reads.north
-	// Nats-Expected-Stream: METER_READS_DLQ
 	// Nats-Msg-Id: dlq:METER_READS:101:1796011140000000000
 	// X-Head-End: he-7
 	// X-Head-End: he-8

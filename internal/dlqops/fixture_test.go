@@ -90,7 +90,7 @@ func deadLetter(ctx context.Context, js jetstream.JetStream, rs ...read) error {
 			Stream: srcName, Consumer: "meter-consumer", Subject: r.subject, Sequence: r.seq,
 			Deliveries: deliveries(r.reason), Attempts: deliveries(r.reason), PublishedAt: at.Add(-time.Minute), Header: r.header, Data: r.data,
 		}, at)
-		if _, err := js.PublishMsg(ctx, m, jetstream.WithExpectStream(dlqName)); err != nil {
+		if _, err := js.PublishMsg(ctx, m); err != nil { // as dlq.Publisher does: no Nats-Expected-* stored with the copy
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,13 +96,16 @@ func (o *Ops) Replay(ctx context.Context, ro ReplayOptions) (ReplaySummary, erro
 	if err != nil {
 		return ReplaySummary{}, err
 	}
+	var srcSubjects []string
 	if !ro.DryRun && o.SourceStream != "" {
-		if _, err := jstool.Lookup(ctx, o.JS, o.SourceStream, "source stream", "--stream"); err != nil {
+		src, err := jstool.Lookup(ctx, o.JS, o.SourceStream, "source stream", "--stream")
+		if err != nil {
 			return ReplaySummary{}, err
 		}
+		srcSubjects = src.CachedInfo().Config.Subjects
 	}
 	r := &replayer{
-		ctx: ctx, o: o, st: st, ro: ro,
+		ctx: ctx, o: o, st: st, ro: ro, srcSubjects: srcSubjects,
 		pace: newPacer(ro.Rate, o.now, o.sleep),
 		bar:  &progress{w: o.out(), on: o.Terminal && !ro.DryRun},
 	}
@@ -144,6 +148,9 @@ type replayer struct {
 	table *table   // dry run only
 	notes []string // dry run only: skips, written after the table
 	sum   ReplaySummary
+	// srcSubjects are the source stream's subjects (not a dry run, and a
+	// source stream named).
+	srcSubjects []string
 }
 
 // one replays one selected copy. It returns an error only to stop the whole
@@ -237,11 +244,17 @@ func (r *replayer) one(e Entry) error {
 func (r *replayer) publish(msg *nats.Msg) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, publishTimeout)
 	defer cancel()
-	var opts []jetstream.PublishOpt
-	if src := r.o.SourceStream; src != "" {
-		opts = append(opts, jetstream.WithExpectStream(src))
+	// Not WithExpectStream: the server would store its Nats-Expected-Stream
+	// with the replayed read, which carries its own headers and the
+	// replay's three only. The subject is checked against the source
+	// stream's instead (no two streams of an account share a subject, so
+	// one the source stream takes no other does, and a read replayed into
+	// another stream would be a stray copy there), and the acknowledgement
+	// says which stream stored it.
+	if src := r.o.SourceStream; src != "" && !slices.ContainsFunc(r.srcSubjects, func(p string) bool { return subjectMatch(p, msg.Subject) }) {
+		return nil, fmt.Errorf("%w: stream %s takes %s", ErrWrongStream, src, strings.Join(r.srcSubjects, ", "))
 	}
-	ack, err := r.o.JS.PublishMsg(ctx, msg, opts...)
+	ack, err := r.o.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, err
 	}
