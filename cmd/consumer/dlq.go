@@ -75,7 +75,22 @@ type dlqArgs struct {
 	by, why                                     string
 	limit, maxReplays                           int
 	json, dryRun, yes                           bool
-	rate                                        float64
+	rate                                        rateFlag
+}
+
+// rateFlag is --rate: reads a second, written N or N/s as the issue does
+// ("--rate 5/s").
+type rateFlag float64
+
+func (r *rateFlag) String() string { return strconv.FormatFloat(float64(*r), 'g', -1, 64) }
+
+func (r *rateFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "/s"), 64)
+	if err != nil {
+		return fmt.Errorf("%q: want reads a second, such as 5 or 5/s", s)
+	}
+	*r = rateFlag(v)
+	return nil
 }
 
 // define adds c's flags to fs; getenv gives --by its default.
@@ -94,7 +109,8 @@ func (a *dlqArgs) define(fs *flag.FlagSet, c dlqCommand, getenv func(string) str
 	}
 	if c.replay {
 		fs.BoolVar(&a.dryRun, "dry-run", false, "list what would be replayed, change nothing")
-		fs.Float64Var(&a.rate, "rate", dlqops.DefaultRate, "reads republished per second")
+		a.rate = dlqops.DefaultRate
+		fs.Var(&a.rate, "rate", "reads republished per second: `N` or N/s")
 		fs.IntVar(&a.maxReplays, "max-replays", dlqops.DefaultMaxReplays, "skip reads replayed this many times already")
 	}
 	if c.yes {
@@ -202,8 +218,16 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	if err != nil {
 		return fail(exitBadUsage, "%v", err)
 	}
-	ro := dlqops.ReplayOptions{Filter: f, DryRun: a.dryRun, Rate: a.rate, MaxReplays: a.maxReplays}
+	ro := dlqops.ReplayOptions{Filter: f, DryRun: a.dryRun, Rate: float64(a.rate), MaxReplays: a.maxReplays}
 	if cmd.replay {
+		// 0 is the library's "default"; given as a flag it is a value, and
+		// none that works: refused rather than taken for the default.
+		switch {
+		case ro.Rate == 0:
+			return fail(exitBadUsage, "--rate 0: want reads a second, more than 0")
+		case ro.MaxReplays == 0:
+			return fail(exitBadUsage, "--max-replays 0: want 1 or more")
+		}
 		if err := ro.Validate(); err != nil {
 			return fail(exitBadUsage, "%v", err)
 		}
