@@ -41,7 +41,9 @@
 //     caller prints [Usage] and exits 0.
 //   - A missing file, an unknown YAML key, or an environment variable or flag
 //     that does not parse is reported with the file, key, variable or flag,
-//     the value and what would be valid.
+//     the value and what would be valid; the file's, the environment's and
+//     the validation's problems together (a flag that does not parse stops
+//     the parse: it alone).
 //   - [Config.Validate] reports every problem at once with errors.Join; each
 //     names the field's YAML path, its value and what would be valid, and
 //     matches [ErrInvalid].

@@ -63,13 +63,17 @@ func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDowns
 	if given[configFlag] {
 		path = *configPath
 	}
+	// Every problem is reported at once: the file's, the environment's and
+	// the validation's of what they and the flags make (the flags' own stop
+	// the parse above, the first of them).
+	var problems []error
 	if path != "" {
 		if err := readFile(&cfg, path, set); err != nil {
-			return Config{}, nil, err
+			problems = append(problems, err)
 		}
 	}
 	if err := applyEnv(&cfg, getenv, set); err != nil {
-		return Config{}, nil, err
+		problems = append(problems, err)
 	}
 	for _, s := range settings {
 		if s.field != nil && given[s.flag] {
@@ -79,7 +83,10 @@ func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDowns
 	}
 	cfg.derive(func(p string) bool { return set[p] })
 	if err := cfg.validate(needDownstream); err != nil {
-		return Config{}, nil, fmt.Errorf("invalid configuration:\n%w", err)
+		problems = append(problems, fmt.Errorf("invalid configuration:\n%w", err))
+	}
+	if len(problems) > 0 {
+		return Config{}, nil, errors.Join(problems...)
 	}
 	return cfg, fs.Args(), nil
 }
@@ -107,15 +114,17 @@ func readFile(cfg *Config, path string, set map[string]bool) error {
 	if len(doc.Content) == 0 {
 		return nil // empty, or only comments
 	}
-	if errs := unknownKeys(doc.Content[0], ""); len(errs) > 0 {
-		return fmt.Errorf("config file %s: %w", path, errors.Join(errs...))
-	}
+	errs := unknownKeys(doc.Content[0], "")
 	yamlLeaves(doc.Content[0], "", set)
 	// Decoded from the node already parsed: unknownKeys has checked every
 	// key, merged ones included, so the decoder has only the values left
-	// to refuse.
+	// to refuse; the known keys are decoded beside unknown ones, so that
+	// the validation reports what else is wrong at once.
 	if err := doc.Content[0].Decode(cfg); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config file %s: %w", path, errors.Join(errs...))
 	}
 	return nil
 }

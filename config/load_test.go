@@ -174,6 +174,12 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown flag", []string{"--concurency", "4"}, nil, []string{"flag provided but not defined: -concurency"}},
 		{"secret is not a flag", []string{"--nats-password", "s3cret"}, nil, []string{"not defined: -nats-password"}},
 		{"positional argument", []string{"--demo", "extra"}, nil, []string{`unexpected argument "extra"`}},
+		{"the file's, the environment's and the validation's problems at once", []string{"--config", unknown, "--retry-cap", "100ms"},
+			map[string]string{"CONSUMER_ACK_WAIT": "30"}, []string{
+				`unknown key "consumer.ack_wiat"`,
+				`environment CONSUMER_ACK_WAIT="30"`,
+				"retry.cap (100ms) must be >= retry.base (500ms)",
+			}},
 		{"invalid result", []string{"--concurrency", "0"}, nil, []string{
 			"invalid configuration:\n",
 			"consumer.concurrency (0) must be >= 1",

@@ -72,6 +72,7 @@ func redactURLs(s string) string {
 // to NATS) entirely. It works on text, so a URL that does not parse is
 // redacted too.
 func redactURL(s string) string {
+	s = redactQuery(s)
 	_, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return s
@@ -91,6 +92,29 @@ func redactURL(s string) string {
 		return s[:start] + redacted + s[start+at:]
 	}
 	return s[:start+colon+1] + redacted + s[start+at:]
+}
+
+// redactQuery replaces the value of every query parameter whose name looks
+// like a credential (api_key, token, X-Amz-Signature, sig...) by REDACTED:
+// a rate engine's URL may carry its key there. Text in, text out, as
+// redactURL.
+func redactQuery(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	query, fragment := s[q+1:], ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, fragment = query[:h], query[h:]
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		name, _, hasValue := strings.Cut(p, "=")
+		if hasValue && (sensitiveHeader(name) || strings.EqualFold(name, "sig")) {
+			params[i] = name + "=" + redacted
+		}
+	}
+	return s[:q+1] + strings.Join(params, "&") + fragment
 }
 
 // String returns c, redacted, on one line.

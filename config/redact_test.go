@@ -83,6 +83,24 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+func TestRedactURLQuery(t *testing.T) {
+	tests := []struct {
+		give, want string
+	}{
+		{"http://bob:pw@e:8080/x?api_key=qtok", "http://bob:REDACTED@e:8080/x?api_key=REDACTED"},
+		{"https://e/rate?tenant=north&token=t1&v=2", "https://e/rate?tenant=north&token=REDACTED&v=2"},
+		{"https://e/r?X-Amz-Credential=c&X-Amz-Signature=s&sig=z#top", "https://e/r?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&sig=REDACTED#top"},
+		{"https://e/r?access_token", "https://e/r?access_token"}, // no value to hide
+		{"https://e/r?q=1", "https://e/r?q=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			cfg := config.Config{Downstream: config.Downstream{URL: tt.give}}
+			assert.Equal(t, tt.want, cfg.Redacted().Downstream.URL)
+		})
+	}
+}
+
 func TestSecretsNeverPrinted(t *testing.T) {
 	cfg := withSecrets()
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x"} {
