@@ -279,5 +279,5 @@ func TestAuditSaysWhatBilledRestsOn(t *testing.T) {
 	assert.Equal(t, uint64(2), res.Summary.Billed)
 	var text bytes.Buffer
 	require.NoError(t, res.WriteText(&text))
-	assert.Contains(t, text.String(), "inferred: settled at or below the ack floor, no copy, no mark (assumes deliver policy all and a filter covering the stream")
+	assert.Contains(t, text.String(), "inferred: settled at or below the ack floor, no copy, no mark (assumes deliver policy all and a filter covering the stream; give --engine-ledger to check)", "the hint names the flag the binary has")
 }

@@ -254,7 +254,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if s.BilledBasis == BasisLedger {
 		fmt.Fprintf(tw, "billed\t%d\tin the engine's ledger (of %d acked: settled at or below the ack floor, no copy, no mark)\n", s.Billed, s.Acked)
 	} else {
-		fmt.Fprintf(tw, "billed\t%d\tinferred: settled at or below the ack floor, no copy, no mark (assumes deliver policy all and a filter covering the stream; give --ledger to check)\n", s.Billed)
+		fmt.Fprintf(tw, "billed\t%d\tinferred: settled at or below the ack floor, no copy, no mark (assumes deliver policy all and a filter covering the stream; give --engine-ledger to check)\n", s.Billed)
 	}
 	fmt.Fprintf(tw, "dead-lettered\t%d\twith a copy in %s\n", s.DeadLettered, s.DLQStream)
 	if s.Replayed > 0 || s.Purged > 0 {
