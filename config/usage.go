@@ -11,7 +11,6 @@ import (
 // Usage writes the command-line help: every flag with its environment
 // variable and default, then the settings that have no flag.
 func Usage(w io.Writer) {
-	def := Default()
 	fmt.Fprint(w, `Usage: consumer [flags]
 
 Consumes meter reads from a NATS JetStream stream and posts them downstream.
@@ -19,8 +18,16 @@ Each setting comes from its default, then the --config YAML file, then its
 environment variable, then its flag; each overrides the one before.
 Durations look like 500ms, 30s or 5m; lists are comma-separated.
 
-Flags:
 `)
+	Settings(w)
+}
+
+// Settings writes every flag with its environment variable, YAML path and
+// default, then the settings that have no flag: the part of Usage that
+// "consumer config --help" shares, its flags being the service's.
+func Settings(w io.Writer) {
+	def := Default()
+	fmt.Fprint(w, "Flags:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range settings {
 		if s.flag == "" {

@@ -16,19 +16,20 @@ Prints the effective configuration, what the service would run with, as a
 YAML file it reads back: the file (--config or CONSUMER_CONFIG), then the
 environment, then the flags, each setting once. Secrets are redacted: the
 NATS password and token, a password in a URL, credential-like headers. It
-takes every flag of the service (consumer --help); an invalid configuration
-is refused as the service refuses it, with exit code 2.
+takes every flag of the service, below; an invalid configuration is refused
+as the service refuses it, with exit code 2.
+
 `
 
 // runConfig runs "consumer config".
 func runConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
-		fmt.Fprint(stdout, configUsage)
+		configHelp(stdout)
 		return exitOK
 	}
 	cfg, err := config.Load(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, configUsage)
+		configHelp(stdout)
 		return exitOK
 	}
 	if err != nil {
@@ -40,4 +41,11 @@ func runConfig(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return exitFailure
 	}
 	return exitOK
+}
+
+// configHelp is "consumer config --help": what it does, then its flags,
+// the service's, with their defaults.
+func configHelp(w io.Writer) {
+	fmt.Fprint(w, configUsage)
+	config.Settings(w)
 }

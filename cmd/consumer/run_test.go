@@ -45,7 +45,7 @@ func TestHelpAndSubcommands(t *testing.T) {
 			"--by string", "who is acting, recorded on the marks the audit reads (default unknown)",
 			"--why string", "why the copies are purged, recorded on their marks\n"}, nil},
 		{"version --help", []string{"version", "--help"}, 0, []string{"usage: consumer version"}, nil},
-		{"config --help", []string{"config", "--help"}, 0, []string{"usage: consumer config [flags]", "Secrets are redacted"}, nil},
+		{"config --help", []string{"config", "--help"}, 0, []string{"usage: consumer config [flags]", "Secrets are redacted", "  --concurrency int", "default 32"}, nil},
 		{"--help lists config", []string{"--help"}, 0, []string{"consumer config [flags]"}, nil},
 
 		{"unknown subcommand", []string{"frobnicate"}, 2, nil, []string{`unknown subcommand "frobnicate"`, "dlq, audit, config, version, help"}},
