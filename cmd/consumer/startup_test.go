@@ -98,7 +98,7 @@ func TestAMissingStreamIsWaitedFor(t *testing.T) {
 		"--nats-connect-retry-max", "1s")
 	require.Eventually(t, func() bool {
 		c, b := readyz(t, httpAt)
-		return c == 503 && strings.Contains(b, "stream METER_READS: missing") && strings.Contains(b, "--create-streams")
+		return c == 503 && strings.Contains(b, "stream missing: METER_READS") && strings.Contains(b, "--create-streams")
 	}, 10*time.Second, 20*time.Millisecond)
 	// /readyz may say so before the line is read from the process's output.
 	require.Eventually(t, func() bool { return p.First("waiting for the streams") != nil }, 10*time.Second, 20*time.Millisecond)

@@ -268,7 +268,8 @@ func (t Topology) stream(ctx context.Context, js jetstream.JetStream, want jetst
 		}
 		return st.CachedInfo(), nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, fmt.Errorf("%s %s: %w (create it%s): %w", what, want.Name, ErrMissing, t.Switches.orCreate(), err)
+		// "stream missing: NAME": /readyz says it in those words (issue 13).
+		return nil, fmt.Errorf("%s %w: %s (create it%s): %w", what, ErrMissing, want.Name, t.Switches.orCreate(), err)
 	case err != nil:
 		return nil, fmt.Errorf("look up %s %s: %w", what, want.Name, err)
 	}

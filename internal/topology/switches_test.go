@@ -27,7 +27,7 @@ func TestTheMessagesNameTheCallersSwitches(t *testing.T) {
 			_, err := topology.Lookup(t.Context(), js, topo)
 			require.ErrorIs(t, err, topology.ErrMissing)
 			return []string{err.Error()}
-		}, "stream METER_READS: missing (create it, or start with -make): ", "stream METER_READS: missing (create it): "},
+		}, "stream missing: METER_READS (create it, or start with -make): ", "stream missing: METER_READS (create it): "},
 		{"a stream difference", func(t *testing.T, topo topology.Topology) []string {
 			js := made(t, topo)
 			cfg := streamConfig(t, js, topo.Stream)
