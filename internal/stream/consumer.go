@@ -123,6 +123,7 @@ type Consumer struct {
 	consuming atomic.Bool
 	records   Records
 	naks      *nakLog
+	limits    *limitLog // nil without an adaptive limit
 	// sinkBounded: the sink bounds every call itself within the handler
 	// timeout, so deliver need not add a timeout of its own.
 	sinkBounded bool
@@ -193,7 +194,11 @@ func New(o Options) (*Consumer, error) {
 	if o.Limiter != nil {
 		c.limit = o.Limiter
 		c.m.limit.Set(float64(o.Limiter.Limit()))
-		o.Limiter.OnChange(func(l int) { c.m.limit.Set(float64(l)) })
+		c.limits = newLimitLog(log, o.Limiter.Limit())
+		o.Limiter.OnChange(func(l int) {
+			c.m.limit.Set(float64(l))
+			c.limits.move(l)
+		})
 	}
 	if o.Breaker != nil {
 		c.breaker = o.Breaker
@@ -282,13 +287,14 @@ func (c *Consumer) Run(ctx context.Context, cons jetstream.Consumer) error {
 	// keep-alive owner, which NAKs them, runs.
 	rc := newRecall(c.o.Concurrency, c.m.recalled)
 	c.retries.naked = rc.nudge
-	// The background (keep-alives, leases, the server's clock, the NAK log)
-	// ends last, once every read is settled or handed back.
+	// The background (keep-alives, leases, the server's clock, the NAK and
+	// limit logs) ends last, once every read is settled or handed back.
 	background := start(ctx,
 		func(ctx context.Context) { c.server.run(ctx, cons, ServerClockInterval) },
 		c.leases.run,
 		c.keep.run,
-		func(ctx context.Context) { c.naks.run(ctx, NakInterval) })
+		func(ctx context.Context) { c.naks.run(ctx, NakInterval) },
+		func(ctx context.Context) { c.limits.run(ctx, LimitLogInterval) })
 	pool := c.startWorkers(life)
 	p := newPuller(cons, c.dispatcher(pool, life),
 		jetstream.PullMaxMessages(c.o.PullBatch),
