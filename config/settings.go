@@ -54,7 +54,7 @@ var settings = []setting{
 
 	{flag: "retry-base", env: "CONSUMER_RETRY_BASE", yaml: "retry.base", help: "ceiling of the first retry delay", field: func(c *Config) any { return &c.Retry.Base }},
 	{flag: "retry-cap", env: "CONSUMER_RETRY_CAP", yaml: "retry.cap", help: "largest ceiling of any retry delay; >= retry base", field: func(c *Config) any { return &c.Retry.Cap }},
-	{flag: "max-attempts", env: "CONSUMER_MAX_ATTEMPTS", yaml: "retry.max_attempts", help: "deliveries in all, the first included, before a read is dead-lettered", field: func(c *Config) any { return &c.Retry.MaxAttempts }},
+	{flag: "max-attempts", env: "CONSUMER_MAX_ATTEMPTS", yaml: "retry.max_attempts", help: "calls to the rate engine in all, the first included, before a read is dead-lettered (a delivery that reached no call is not one)", field: func(c *Config) any { return &c.Retry.MaxAttempts }},
 	{flag: "retry-budget-percent", env: "CONSUMER_RETRY_BUDGET_PERCENT", yaml: "retry.budget_percent", help: "retries may add at most this percentage of the first attempts over 10s; a retry over it is held, kept alive, not charged; 0 turns the budget off", field: func(c *Config) any { return &c.Retry.BudgetPercent }},
 	{flag: "retry-budget-min-per-second", env: "CONSUMER_RETRY_BUDGET_MIN_PER_SECOND", yaml: "retry.budget_min_per_second", help: "retries a second a replica may always make, however few its first attempts", field: func(c *Config) any { return &c.Retry.BudgetMinPerSecond }},
 	{flag: "max-read-age", env: "CONSUMER_MAX_READ_AGE", yaml: "retry.max_read_age", help: "the age limit: a read older than this (from its stream timestamp) that fails transiently is dead-lettered with reason expired, not retried; 0 = off", field: func(c *Config) any { return &c.Retry.MaxReadAge }},
