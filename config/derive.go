@@ -21,8 +21,11 @@ const DefaultRealReplicas = 3
 //
 //   - handler_timeout: min(6s, 4/5 ack_wait), raised to downstream.timeout +
 //     max(1/5 of it, 100ms) when downstream.timeout is given, and kept below a
-//     given ack_wait;
-//   - ack_wait: max(30s, 2 x handler_timeout);
+//     given ack_wait, and under it by one round more than a given pull_batch
+//     takes (ack_wait / (ceil(pull_batch / concurrency) + 1));
+//   - ack_wait: max(30s, 2 x handler_timeout, (ceil(pull_batch / concurrency)
+//     + 1) x handler_timeout): a read waits in the client buffer for the
+//     rounds of the reads pulled ahead of it;
 //   - downstream.timeout: min(5s, 5/6 handler_timeout);
 //   - stream.replicas: 3 when nats.url is set (a real server, whose copies
 //     are what billing rests on), 1 on the embedded server. One copy on a
@@ -37,6 +40,12 @@ func (c *Config) derive(given func(yamlPath string) bool) {
 	if !given("consumer.ack_wait") {
 		ack = def.Consumer.AckWait
 	}
+	// A read pulled may wait in the client buffer for the reads ahead of it,
+	// rounds handler timeouts at most: the ack wait must outlast them.
+	var rounds time.Duration
+	if k.PullBatch > 0 && k.Concurrency > 0 {
+		rounds = time.Duration((k.PullBatch + k.Concurrency - 1) / k.Concurrency)
+	}
 	if !given("consumer.handler_timeout") {
 		h := min(def.Consumer.HandlerTimeout, ack*4/5)
 		if given("downstream.timeout") {
@@ -45,10 +54,13 @@ func (c *Config) derive(given func(yamlPath string) bool) {
 				h = ack * 4 / 5
 			}
 		}
+		if rounds > 0 && given("consumer.ack_wait") {
+			h = min(h, ack/(rounds+1))
+		}
 		k.HandlerTimeout = h
 	}
 	if !given("consumer.ack_wait") {
-		k.AckWait = max(def.Consumer.AckWait, 2*k.HandlerTimeout)
+		k.AckWait = max(def.Consumer.AckWait, 2*k.HandlerTimeout, (rounds+1)*k.HandlerTimeout)
 	}
 	if !given("downstream.timeout") {
 		d.Timeout = min(def.Downstream.Timeout, k.HandlerTimeout*5/6)

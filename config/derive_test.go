@@ -27,6 +27,9 @@ func TestDependentDefaultsAreDerived(t *testing.T) {
 		{"a short handler timeout", []string{"--handler-timeout", "1s"}, 30 * time.Second, time.Second, 833333333},
 		{"ack wait and downstream", []string{"--ack-wait", "10s", "--downstream-timeout", "7s"}, 10 * time.Second, 8400 * time.Millisecond, 7 * time.Second},
 		{"all given", []string{"--ack-wait", "10s", "--handler-timeout", "9s", "--downstream-timeout", "8s"}, 10 * time.Second, 9 * time.Second, 8 * time.Second},
+		{"a large pull batch", []string{"--pull-batch", "256"}, 54 * time.Second, 6 * time.Second, 5 * time.Second},
+		{"a large pull batch and an ack wait", []string{"--pull-batch", "256", "--ack-wait", "30s"}, 30 * time.Second, 3333333333, 2777777777},
+		{"a pull batch of a round", []string{"--pull-batch", "32"}, 30 * time.Second, 6 * time.Second, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
