@@ -56,6 +56,16 @@ func Pipeline(cfg config.Config, p Parts) (*stream.Consumer, *limit.Limiter, err
 		return nil, nil, fmt.Errorf("consumer.handler_timeout (%s) must be shorter than the durable's ack wait (%s): lower it, or raise the durable's ack_wait (%s sets it to consumer.ack_wait)",
 			cfg.Consumer.HandlerTimeout, p.Set.AckWait, config.Flag("stream.reconcile"))
 	}
+	// A pull batch given is checked against the durable's ack wait too, as
+	// the configuration's validation checks it against consumer.ack_wait:
+	// a read waits in the client buffer for the rounds of those ahead of it.
+	if k := cfg.Consumer; k.PullBatch > 0 && k.Concurrency > 0 {
+		rounds := (k.PullBatch + k.Concurrency - 1) / k.Concurrency
+		if wait := time.Duration(rounds) * k.HandlerTimeout; wait >= p.Set.AckWait {
+			return nil, nil, fmt.Errorf("consumer.pull_batch (%d) / consumer.concurrency (%d) rounds of consumer.handler_timeout (%s) = %s must be shorter than the durable's ack wait (%s): a buffered read could be redelivered before a worker takes it; lower pull_batch (0 chooses it) or handler_timeout, or raise the durable's ack_wait (%s sets it to consumer.ack_wait)",
+				k.PullBatch, k.Concurrency, k.HandlerTimeout, wait, p.Set.AckWait, config.Flag("stream.reconcile"))
+		}
+	}
 	lim, budg, err := Controls(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -160,6 +160,19 @@ func TestPipelineRefusesAHandlerTimeoutTheAckWaitDoesNotExceed(t *testing.T) {
 	}
 }
 
+// Pipeline refuses a pull batch given whose rounds of handler timeouts the
+// durable's ack wait does not exceed, though the configuration's own ack
+// wait did (an existing durable's is followed).
+func TestPipelineRefusesAPullBatchTheDurablesAckWaitDoesNotExceed(t *testing.T) {
+	cfg := config.Default()
+	cfg.Consumer.PullBatch, cfg.Consumer.AckWait = 128, time.Minute // 4 rounds of 6s: 24s
+	c, lim, err := service.Pipeline(cfg, service.Parts{Set: &topology.Setup{AckWait: 10 * time.Second}, Sink: downstream.Discard{}})
+	require.Error(t, err)
+	assert.Nil(t, c)
+	assert.Nil(t, lim)
+	assert.Contains(t, err.Error(), "consumer.pull_batch (128) / consumer.concurrency (32) rounds of consumer.handler_timeout (6s) = 24s must be shorter than the durable's ack wait (10s)")
+}
+
 // refusing is a sink the rate engine refuses every read on for good (422).
 type refusing struct{}
 
