@@ -23,9 +23,10 @@ const DefaultRealReplicas = 3
 //     max(1/5 of it, 100ms) when downstream.timeout is given, and kept below a
 //     given ack_wait, and under it by one round more than a given pull_batch
 //     takes (ack_wait / (ceil(pull_batch / concurrency) + 1));
-//   - ack_wait: max(30s, 2 x handler_timeout, (ceil(pull_batch / concurrency)
-//     + 1) x handler_timeout): a read waits in the client buffer for the
-//     rounds of the reads pulled ahead of it;
+//   - ack_wait: max(30s, 2 x handler_timeout, (rounds + 1) x
+//     handler_timeout), rounds being ceil(pull_batch / concurrency) of a
+//     given pull_batch: a read waits in the client buffer for the rounds of
+//     the reads pulled ahead of it;
 //   - downstream.timeout: min(5s, 5/6 handler_timeout);
 //   - stream.replicas: 3 when nats.url is set (a real server, whose copies
 //     are what billing rests on), 1 on the embedded server. One copy on a

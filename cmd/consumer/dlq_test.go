@@ -110,7 +110,7 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 
 	// The rate table is fixed; replay the r0 subset.
 	fixed.Store(true)
-	out, stderr, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0", "--rate", "100", "--by", "ops-alice")
+	out, stderr, code = runTool(t, "dlq", "replay", "--nats-url", s.ClientURL(), "--subject", "meter.reads.r0", "--rate", "100/s", "--by", "ops-alice")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "replayed 2")
 	require.Eventually(t, func() bool {
