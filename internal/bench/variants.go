@@ -93,9 +93,20 @@ type product struct {
 // turns it on), the adaptive limit and the retry budget; and they run
 // without records. Their figures so compare with the runs made before
 // those controls were added.
+//
+// A pull deeper than the production durable's ack wait holds rounds of
+// handler timeouts for takes, as the configuration derives it (a pull batch
+// and an ack wait given), a handler timeout that fits: the service refuses
+// the pull otherwise.
 func isolatedConfig(pull int, policy retry.Policy) config.Config {
 	cfg := replicaConfig(policy)
 	cfg.Consumer.PullBatch = pull
+	if k := &cfg.Consumer; pull > 0 {
+		rounds := time.Duration((pull + k.Concurrency - 1) / k.Concurrency)
+		if h := k.AckWait / (rounds + 1); h < k.HandlerTimeout {
+			k.HandlerTimeout, cfg.Downstream.Timeout = h, min(cfg.Downstream.Timeout, h*5/6)
+		}
+	}
 	cfg.Breaker.Enabled, cfg.Downstream.Adaptive, cfg.Retry.BudgetPercent = false, false, 0
 	return cfg
 }
