@@ -135,7 +135,9 @@
 //     fails then is not exhausted by it.
 //
 // A decrease taken on the engine refusing most, with no verdict of load,
-// is checked once the calls sent in a horizon after it are answered: the
+// is checked once the calls sent in a horizon after it are answered (the
+// horizon extended, four times at most, until 10 first attempts were sent
+// in it: the retries granted first may take most of a halved limit): the
 // first attempts sent in the horizon before it, in the order sent, refused
 // less than most and no more at the end than at the start, by a replica
 // calling four or more at a time, and no less once its halved limit made
