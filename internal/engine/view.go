@@ -233,7 +233,8 @@ type View struct {
 
 // provisional is a decrease to check: taken at at (monotonic; 0: none),
 // on the first attempts sent from from on (probe, gathered as they are
-// answered), and set against those sent from at until until (after).
+// answered), and set against those sent from at until until (after),
+// which moves on by span while after is too thin to check.
 type provisional struct {
 	from, at, until, span time.Duration
 	probe, after          []sentCall
