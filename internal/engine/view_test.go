@@ -320,6 +320,24 @@ func TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent(t *testing.T) {
 	assert.GreaterOrEqual(t, fell, 5, "seeds whose first answers brought the limit down at 40%% at random")
 }
 
+// randomStarts runs startLoop on seeds 0 to seeds-1 against an engine
+// failing 40% of the calls at random, whatever the load, and counts the
+// starts whose limit came down (fell) and, of those, the ones never set
+// back (kept).
+func randomStarts(t *testing.T, seeds uint64, inFlight, retries int) (fell, kept int) {
+	for seed := range seeds {
+		decreases, restores := startLoop(t, seed, inFlight, time.Second, uniform5to25,
+			func(r *rand.Rand, _ int) bool { return r.Float64() < 0.4 }, retries)
+		if decreases > 0 {
+			fell++
+			if restores == 0 {
+				kept++
+			}
+		}
+	}
+	return fell, kept
+}
+
 // A decrease taken on a replica's first answers stands where the replica,
 // sending less once its limit halved, was refused less beyond chance:
 // three standard deviations, as a trial's verdict of load needs. With two,
@@ -330,17 +348,7 @@ func TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent(t *testing.T) {
 // engine the replica overruns keeps its decreases
 // (TestADecreaseOnFirstAnswersIsCheckedInTheOrderSent).
 func TestADecreaseIsKeptOnADropBeyondChance(t *testing.T) {
-	fell, kept := 0, 0
-	for seed := range uint64(500) {
-		decreases, restores := startLoop(t, seed, 32, time.Second, uniform5to25,
-			func(r *rand.Rand, _ int) bool { return r.Float64() < 0.4 }, 0)
-		if decreases > 0 {
-			fell++
-			if restores == 0 {
-				kept++
-			}
-		}
-	}
+	fell, kept := randomStarts(t, 500, 32, 0)
 	assert.Greater(t, fell, 250, "starts whose first answers brought the limit down at 40%% at random")
 	assert.LessOrEqual(t, kept, 2, "of %d such decreases, kept", fell)
 }
@@ -356,16 +364,8 @@ func TestADecreaseIsKeptOnADropBeyondChance(t *testing.T) {
 func TestADecreaseIsCheckedOnceEnoughFirstAttemptsAreSentAfterIt(t *testing.T) {
 	fell, kept := 0, 0
 	for _, inFlight := range []int{12, 16} {
-		for seed := range uint64(300) {
-			decreases, restores := startLoop(t, seed, inFlight, time.Second, uniform5to25,
-				func(r *rand.Rand, _ int) bool { return r.Float64() < 0.4 }, 3)
-			if decreases > 0 {
-				fell++
-				if restores == 0 {
-					kept++
-				}
-			}
-		}
+		f, k := randomStarts(t, 300, inFlight, 3)
+		fell, kept = fell+f, kept+k
 	}
 	assert.Greater(t, fell, 50, "starts whose first answers brought the limit down at 40%% at random, retries first")
 	assert.LessOrEqual(t, kept*10, fell, "of %d such decreases, %d kept", fell, kept)
