@@ -58,19 +58,10 @@ func (l *limitLog) flush() {
 
 // run flushes every interval until ctx ends, then once more; a nil
 // limitLog (no adaptive limit) returns at once.
-func (l *limitLog) run(ctx context.Context, every time.Duration) {
+func (l *limitLog) run(ctx context.Context, interval time.Duration) {
 	if l == nil {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	defer l.flush()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			l.flush()
-		}
-	}
+	every(ctx, interval, l.flush)
 }

@@ -76,16 +76,7 @@ func (n *nakLog) flush() {
 }
 
 // run flushes every NakInterval until ctx ends, then once more.
-func (n *nakLog) run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+func (n *nakLog) run(ctx context.Context, interval time.Duration) {
 	defer n.flush()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n.flush()
-		}
-	}
+	every(ctx, interval, n.flush)
 }

@@ -77,18 +77,11 @@ func (s *serverClock) measure(ctx context.Context, cons infoer) {
 
 // run measures the server's clock every interval until ctx ends.
 func (s *serverClock) run(ctx context.Context, cons infoer, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			s.measure(mctx, cons)
-			cancel()
-		}
-	}
+	every(ctx, interval, func() {
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s.measure(mctx, cons)
+		cancel()
+	})
 }
 
 // maxDrift bounds how fast this machine's monotonic clock and the
