@@ -254,18 +254,21 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 			err = fmt.Errorf("%d reads could not be replayed; their dead-letter copies are kept", sum.Failed)
 		}
 	case "purge":
+		declined := false
 		confirm := func(n int) bool {
 			if a.yes {
 				return true
 			}
 			fmt.Fprintf(stderr, "delete %d dead-lettered reads from %s? type yes to confirm: ", n, cfg.DLQ.Stream)
 			line, _ := bufio.NewReader(stdin).ReadString('\n')
-			return strings.TrimSpace(line) == "yes"
+			declined = strings.TrimSpace(line) != "yes"
+			return !declined
 		}
-		var n int
-		n, err = ops.Purge(ctx, f, a.why, confirm)
-		if err == nil {
-			fmt.Fprintf(stdout, "deleted %d\n", n)
+		_, err = ops.Purge(ctx, f, a.why, confirm)
+		if err == nil && declined {
+			// A script that runs purge without --yes and no one to answer
+			// must not take "nothing deleted" for done.
+			return fail(exitFailure, "purge not confirmed: nothing deleted (answer yes, or pass --yes)")
 		}
 	}
 	if err != nil {

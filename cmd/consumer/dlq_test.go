@@ -33,8 +33,14 @@ import (
 // checks that the binary is the same code.
 func runTool(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runToolWith(t, "", args...)
+}
+
+// runToolWith is runTool with stdin.
+func runToolWith(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := consumer.Run(args, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	code := consumer.Run(args, func(string) string { return "" }, strings.NewReader(stdin), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 
@@ -139,6 +145,18 @@ func TestDeadLetterReplayIsConsumedAndDelivered(t *testing.T) {
 	out, stderr, code = runTool(t, "dlq", "stats", "--nats-url", s.ClientURL())
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "2 dead-lettered reads in METER_READS_DLQ", "the marks are not counted")
+
+	// A purge not confirmed deletes nothing, and says so with its exit
+	// code: a script without --yes must not take it for done.
+	for _, answer := range []string{"no\n", ""} {
+		before := dlqCount()
+		out, stderr, code = runToolWith(t, answer, "dlq", "purge", "--nats-url", s.ClientURL())
+		assert.Equal(t, 1, code, "answered %q", answer)
+		assert.Contains(t, stderr, "type yes to confirm")
+		assert.Contains(t, stderr, "purge not confirmed: nothing deleted (answer yes, or pass --yes)")
+		assert.Contains(t, out, "purge cancelled, nothing deleted")
+		assert.Equal(t, before, dlqCount(), "answered %q", answer)
+	}
 
 	// The others are purged, each marked with who and why.
 	out, stderr, code = runTool(t, "dlq", "purge", "--nats-url", s.ClientURL(), "--yes", "--by", "ops-bob", "--why", "resent by the head-end")
