@@ -145,6 +145,11 @@ func contractCases() []contractCase {
 		{"body", "invalid JSON: unexpected <char> at offset <n>", give("note", `[1,]`)},
 		{"body", "invalid JSON: unexpected <char> at offset <n>", `MTR-1`},
 		{"body", "invalid JSON: unexpected end of input at offset <n>", strings.TrimSuffix(give(), "}")},
+		{"body", "invalid JSON: unexpected end of input at offset <n>", strings.TrimSuffix(give("note", `true`), "e}")},
+		{"body", "invalid JSON: unexpected end of input at offset <n>", strings.TrimSuffix(give("note", `1.5e3`), "3}")},
+		{"body", "invalid JSON: unexpected end of input at offset <n>", strings.TrimSuffix(give("note", `"\u1234"`), `34"}`)},
+		{"body", "invalid JSON: unexpected end of input at offset <n>", `{"meter_id":"MTR-1","read_at":"2026-11-30T07:00:00Z","quantity":1.5e`},
+		{"body", "invalid JSON: unexpected <char> at offset <n>", give("quantity", `-Infinity`)},
 		{"body", "invalid JSON: trailing data after the object at offset <n>", give() + `x`},
 		{"body", "invalid JSON: trailing data after the object at offset <n>", give() + `{}`},
 		{"body", "invalid JSON: nesting too deep at offset <n>", give("deep", strings.Repeat("[", 10000)+strings.Repeat("]", 10000))},
@@ -448,5 +453,23 @@ func TestContractIsStatedOnce(t *testing.T) {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.NotRegexp(t, row, string(data), "%s restates a rule of the contract: link to docs/CONTRACT.md instead", path)
+	}
+}
+
+// A syntax error names the character and the offset where the body broke,
+// not where the value that broke began; a body that ends inside a value is
+// cut short, whatever the value.
+func TestSyntaxErrorsSayWhereTheBodyBroke(t *testing.T) {
+	for _, tc := range []struct{ give, want string }{
+		{`{"note":nulL}`, `invalid JSON: unexpected 'L' at offset 11`},
+		{`{"note":tru`, `invalid JSON: unexpected end of input at offset 11`},
+		{`{"quantity":-Infinity}`, `invalid JSON: unexpected 'I' at offset 13`},
+		{`{"note":1.5e`, `invalid JSON: unexpected end of input at offset 12`},
+		{`{"note":"\u12`, `invalid JSON: unexpected end of input at offset 13`},
+		{`{"note":12abc}`, `invalid JSON: unexpected 'a' at offset 10`},
+	} {
+		_, err := meter.Decode([]byte(tc.give))
+		require.Error(t, err, tc.give)
+		assert.Contains(t, err.Error(), "body: "+tc.want, tc.give)
 	}
 }

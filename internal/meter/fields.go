@@ -118,6 +118,9 @@ func (d *decoder) quantity(f *fields) *FieldError {
 		}
 	case c == '-' || isDigit(c):
 		text = d.numberSpan()
+		if fe := d.numberEnd(); fe != nil {
+			return fe
+		}
 	default:
 		return d.wrongType("quantity", "a decimal string or number")
 	}

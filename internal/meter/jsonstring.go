@@ -60,6 +60,9 @@ func (d *decoder) skipEscape() *FieldError {
 				d.pos += 6
 				return nil
 			}
+		} else if isHex(d.data[d.pos+2:]) {
+			d.pos = len(d.data) // cut short within the escape
+			return d.unexpected()
 		}
 	}
 	return d.syntaxError("invalid escape in string")
@@ -138,4 +141,14 @@ func hex4(b []byte) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// isHex reports whether every byte of b is a hex digit.
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,7 +1,6 @@
 package meter
 
 import (
-	"bytes"
 	"fmt"
 	"unicode/utf8"
 )
@@ -79,11 +78,15 @@ func (d *decoder) skipValue() *FieldError {
 	return d.unexpected()
 }
 
+// literal scans word (true, false or null); where the body breaks off or
+// differs, that is where the syntax broke.
 func (d *decoder) literal(word string) *FieldError {
-	if !bytes.HasPrefix(d.data[d.pos:], []byte(word)) {
-		return d.unexpected()
+	for i := range len(word) {
+		if d.pos >= len(d.data) || d.data[d.pos] != word[i] {
+			return d.unexpected()
+		}
+		d.pos++
 	}
-	d.pos += len(word)
 	return nil
 }
 
@@ -103,11 +106,27 @@ func (d *decoder) numberSpan() []byte {
 
 func (d *decoder) skipNumber() *FieldError {
 	start := d.pos
-	if _, ok := splitNumber(d.numberSpan()); !ok {
+	span := d.numberSpan()
+	if fe := d.numberEnd(); fe != nil {
+		return fe
+	}
+	if _, ok := splitNumber(span); !ok {
 		d.pos = start
 		return d.syntaxError("invalid number")
 	}
 	return nil
+}
+
+// numberEnd checks what follows a number's bytes: a number is always inside
+// the read's object, so the end of the body there is a body cut short, and
+// anything but white space, a comma or a closing bracket is not JSON (a
+// bare -Infinity breaks at its I).
+func (d *decoder) numberEnd() *FieldError {
+	switch d.peek() {
+	case ' ', '\t', '\n', '\r', ',', '}', ']':
+		return nil
+	}
+	return d.unexpected()
 }
 
 // kindOf names the kind of JSON value that starts with c, or "" if none does.
