@@ -33,7 +33,7 @@ func (c Config) Redacted() Config {
 }
 
 // sensitiveWords mark a header whose value is likely a credential.
-var sensitiveWords = []string{"auth", "token", "key", "secret", "password", "passwd", "session", "cookie", "signature", "credential"}
+var sensitiveWords = []string{"auth", "token", "key", "secret", "password", "passwd", "session", "cookie", "signature", "credential", "jwt"}
 
 // sensitiveHeader reports whether a header's value is hidden from logs:
 // Authorization, X-Api-Key, Cookie, X-Session-Token and the like.
@@ -57,7 +57,7 @@ func (n NATS) Redacted() NATS {
 
 // redactURLs redacts every URL of a comma-separated list.
 func redactURLs(s string) string {
-	if !strings.Contains(s, "@") {
+	if !strings.ContainsAny(s, "@?") {
 		return s
 	}
 	parts := strings.Split(s, ",")
@@ -70,12 +70,13 @@ func redactURLs(s string) string {
 // redactURL replaces the password in "scheme://user:password@host/..." by
 // REDACTED, and user info without a password ("nats://token@host", a token
 // to NATS) entirely. It works on text, so a URL that does not parse is
-// redacted too.
+// redacted too, a URL without its scheme ("user:password@host:4222", which
+// validation refuses, quoting it) included.
 func redactURL(s string) string {
 	s = redactQuery(s)
-	_, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
+	rest := s
+	if _, after, ok := strings.Cut(s, "://"); ok {
+		rest = after
 	}
 	start := len(s) - len(rest)
 	authority := rest

@@ -74,6 +74,11 @@ func TestRedactURL(t *testing.T) {
 		{"nats://u:p w@a:4222", "nats://u:REDACTED@a:4222"}, // does not parse as a URL
 		{"nats://a:4222,nats://u:p@b:4222", "nats://a:4222,nats://u:REDACTED@b:4222"},
 		{"https://host/path@v1", "https://host/path@v1"},
+		{"u:p@a:4222", "u:REDACTED@a:4222"}, // no scheme: refused, and quoted in the refusal
+		{"tok@a:4222", "REDACTED@a:4222"},
+		{"a:4222", "a:4222"},
+		{"nats://a:4222?token=t1", "nats://a:4222?token=REDACTED"}, // a query, without user info
+		{"tls://a:4222?password=p1,nats://b:4222", "tls://a:4222?password=REDACTED,nats://b:4222"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -187,4 +192,17 @@ func TestSecretsNeverInDocs(t *testing.T) {
 		assert.NotContains(t, doc, "--nats-token")
 	}
 	assert.True(t, strings.Contains(config.Reference(), "|  | `NATS_TOKEN` | `nats.token` |  |"), "no flag and no default for a secret")
+}
+
+// A URL that validation refuses is quoted in the refusal, redacted: the
+// password of a NATS URL written without its scheme never reaches the error
+// (nor the log line that carries it).
+func TestARefusedURLIsQuotedRedacted(t *testing.T) {
+	cfg := valid()
+	cfg.NATS.URL = "u:s3cretNoScheme@h1:4222,nats://h2:4222?token=s3cretQuery"
+	err := cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nats.url (")
+	assert.NotContains(t, err.Error(), "s3cretNoScheme")
+	assert.NotContains(t, err.Error(), "s3cretQuery")
 }
