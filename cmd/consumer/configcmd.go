@@ -36,6 +36,7 @@ func runConfig(args []string, getenv func(string) string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "consumer config: %v\n", err)
 		return exitBadUsage
 	}
+	warnUnknownEnv(stderr, "consumer config")
 	if err := cfg.WriteYAML(stdout); err != nil {
 		fmt.Fprintf(stderr, "consumer config: %v\n", err)
 		return exitFailure

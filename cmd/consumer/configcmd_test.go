@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	consumer "github.com/meterline/meter-consumer/cmd/consumer"
 	"github.com/meterline/meter-consumer/config"
 )
 
@@ -40,4 +41,17 @@ func TestConfigPrintsTheEffectiveConfiguration(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "consumer config: invalid configuration")
 	assert.Contains(t, errOut, "consumer.concurrency (0)")
+}
+
+// A CONSUMER_ variable that is no setting (a misspelling) is ignored with a
+// warning naming the setting it is closest to; it refuses nothing, since the
+// platform may set such names (Kubernetes service links). Not parallel: it
+// replaces the environment the names are checked in.
+func TestAnUnknownEnvironmentVariableIsWarnedOf(t *testing.T) {
+	consumer.SetEnviron(t, []string{"CONSUMER_CONCURENCY=5", "CONSUMER_PORT=tcp://10.0.0.1:80", "PATH=/usr/bin"})
+	out, errOut, code := runTool(t, "config", "--downstream-url", "https://engine.example/reads")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "  concurrency: 32\n", "the misspelt variable is not read")
+	assert.Equal(t, "consumer config: warning: CONSUMER_CONCURENCY is no setting: ignored (did you mean CONSUMER_CONCURRENCY?)\n"+
+		"consumer config: warning: CONSUMER_PORT is no setting: ignored\n", errOut)
 }

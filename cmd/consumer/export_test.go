@@ -6,3 +6,11 @@ var Run = run
 
 // PermissionsDoc is where a refused permission points: "docs/<file>, <heading>".
 const PermissionsDoc = permissionsDoc
+
+// SetEnviron replaces the environment the CONSUMER_ names are checked in,
+// until the test ends.
+func SetEnviron(t interface{ Cleanup(func()) }, env []string) {
+	old := environ
+	environ = func() []string { return env }
+	t.Cleanup(func() { environ = old })
+}

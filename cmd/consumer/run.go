@@ -85,6 +85,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitBadUsage
 	}
+	for _, u := range config.UnknownEnv(environ()) {
+		log.Warn("an environment variable is no setting: ignored", unknownAttrs(u)...)
+	}
 	// The version is on the start-up line (and in meter_consumer_build_info),
 	// not on every line: a pod's lines are one build's.
 	info := version.Get()
@@ -149,4 +152,29 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "consumer version: unexpected argument %q\n\n%s", args[0], versionUsage)
 	return exitBadUsage
+}
+
+// environ is the process's environment, for the check of its CONSUMER_
+// names (settings are read through getenv).
+var environ = os.Environ
+
+// unknownAttrs are the log attributes of an unknown environment variable.
+func unknownAttrs(u config.Unknown) []any {
+	attrs := []any{slog.String("name", u.Name)}
+	if u.Closest != "" {
+		attrs = append(attrs, slog.String("did_you_mean", u.Closest))
+	}
+	return attrs
+}
+
+// warnUnknownEnv writes a line to w for each CONSUMER_ environment variable
+// that is no setting, prefixed with cmd.
+func warnUnknownEnv(w io.Writer, cmd string) {
+	for _, u := range config.UnknownEnv(environ()) {
+		hint := ""
+		if u.Closest != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", u.Closest)
+		}
+		fmt.Fprintf(w, "%s: warning: %s is no setting: ignored%s\n", cmd, u.Name, hint)
+	}
 }
