@@ -116,11 +116,14 @@ func readFile(cfg *Config, path string, set map[string]bool) error {
 	}
 	errs := unknownKeys(doc.Content[0], "")
 	yamlLeaves(doc.Content[0], "", set)
+	scalars, lines := scalarProblems(doc.Content[0], "")
+	errs = append(errs, scalars...)
 	// Decoded from the node already parsed: unknownKeys has checked every
-	// key, merged ones included, so the decoder has only the values left
+	// key, merged ones included, and scalarProblems the whole numbers,
+	// durations and switches, so the decoder has only the other values left
 	// to refuse; the known keys are decoded beside unknown ones, so that
 	// the validation reports what else is wrong at once.
-	if err := doc.Content[0].Decode(cfg); err != nil {
+	if err := withoutLines(doc.Content[0].Decode(cfg), lines); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -138,6 +138,7 @@ func TestLoadErrors(t *testing.T) {
 	badType := writeFile(t, "consumer:\n  ack_wait: 30\n")
 	badYAML := writeFile(t, "consumer: [\n")
 	leafAsMap := writeFile(t, "http:\n  addr:\n    port: 80\n")
+	badScalars := writeFile(t, "retry:\n  max_attempts: 1.9\nconsumer:\n  concurrency: 5.5\nbreaker:\n  enabled: maybe\n")
 
 	tests := []struct {
 		name string
@@ -152,7 +153,12 @@ func TestLoadErrors(t *testing.T) {
 			`line 3: unknown key "consumer.ack_wiat" (valid keys here: durable, concurrency, ack_wait, max_ack_pending, pull_batch, handler_timeout, records_bucket)`,
 			`line 4: unknown key "streams"`,
 		}},
-		{"yaml duration as a number", []string{"--config", badType}, nil, []string{"config file " + badType, "time.Duration"}},
+		{"yaml duration as a number", []string{"--config", badType}, nil, []string{"config file " + badType,
+			`line 2: consumer.ack_wait ("30"): want a duration such as "500ms", "30s" or "5m"`}},
+		{"yaml fraction for a whole number, a word for a switch", []string{"--config", badScalars}, nil, []string{
+			`line 2: retry.max_attempts ("1.9"): want an integer`,
+			`line 4: consumer.concurrency ("5.5"): want an integer`,
+			`line 6: breaker.enabled ("maybe"): want true or false`}},
 		{"broken yaml", []string{"--config", badYAML}, nil, []string{"config file " + badYAML}},
 		{"yaml map for a value", []string{"--config", leafAsMap}, nil, []string{"config file " + leafAsMap, "line 3: cannot unmarshal"}},
 		{"bad env duration", nil, map[string]string{"CONSUMER_ACK_WAIT": "30"}, []string{
