@@ -267,3 +267,14 @@ func TestMergeKeysAreReadAsTheirKeys(t *testing.T) {
 		assert.Equal(t, 40*time.Second, cfg.Consumer.AckWait, "given by the merge, not derived from the handler timeout")
 	})
 }
+
+// A switch in the file takes the words the YAML decoder takes (YAML 1.1's
+// yes, no, on and off too), as it did before the file's switches were
+// checked ahead of the decoder.
+func TestLoadFileSwitchWords(t *testing.T) {
+	file := writeFile(t, "breaker:\n  enabled: no\ndownstream:\n  adaptive: On\n")
+	cfg, err := config.Load([]string{"--config", file, "--downstream-url", "http://engine/reads"}, nil)
+	require.NoError(t, err)
+	assert.False(t, cfg.Breaker.Enabled)
+	assert.True(t, cfg.Downstream.Adaptive)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -35,13 +36,18 @@ func scalarProblems(n *yaml.Node, prefix string) (errs []error, lines map[int]bo
 				continue
 			}
 			var scratch Config
-			ptr := s.field(&scratch)
-			switch ptr.(type) {
-			case *int, *bool, *time.Duration:
+			var err error
+			switch ptr := s.field(&scratch).(type) {
+			case *int, *time.Duration:
+				err = parseValue(ptr, v.Value)
+			case *bool:
+				if !yamlBools[strings.ToLower(v.Value)] {
+					err = errors.New("want true or false")
+				}
 			default:
 				continue
 			}
-			if err := parseValue(ptr, v.Value); err != nil {
+			if err != nil {
 				shown := strconv.Quote(v.Value)
 				if s.secret {
 					shown = redacted
@@ -54,6 +60,10 @@ func scalarProblems(n *yaml.Node, prefix string) (errs []error, lines map[int]bo
 	walk(n, prefix)
 	return errs, lines
 }
+
+// yamlBools are the words the YAML decoder takes for a switch: YAML 1.2's,
+// and YAML 1.1's yes, no, on, off, y and n, in any case.
+var yamlBools = map[string]bool{"true": true, "false": true, "yes": true, "no": true, "on": true, "off": true, "y": true, "n": true}
 
 // settingAt is the setting whose YAML path is path.
 func settingAt(path string) (setting, bool) {
