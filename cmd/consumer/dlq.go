@@ -105,7 +105,11 @@ func (a *dlqArgs) define(fs *flag.FlagSet, c dlqCommand, getenv func(string) str
 		fs.IntVar(&a.limit, "limit", 0, "at most this many reads, 0 for all")
 	}
 	if c.json {
-		fs.BoolVar(&a.json, "json", false, "one JSON object per line")
+		usage := "one JSON object per read, a line each"
+		if c.name == "stats" {
+			usage = "one JSON object"
+		}
+		fs.BoolVar(&a.json, "json", false, usage)
 	}
 	if c.replay {
 		fs.BoolVar(&a.dryRun, "dry-run", false, "list what would be replayed, change nothing")

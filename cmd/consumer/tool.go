@@ -42,6 +42,9 @@ func printConnFlags(w io.Writer, fs *flag.FlagSet, names []string) {
 	if f := fs.Lookup("config"); f != nil { // config.LoadTool adds it without help
 		f.Usage = "`path` of a YAML file to read settings from"
 	}
+	if f := fs.Lookup("nats-url"); f != nil { // a tool starts no server: it dials the one a consumer on this machine starts
+		f.Usage = `NATS server URLs, comma-separated (nats://, tls://, ws://, wss://); "" connects to nats.listen, where a consumer on this machine runs its embedded server`
+	}
 	config.PrintFlags(w, fs, append([]string{"config"}, names...))
 }
 
