@@ -99,7 +99,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		recordErrors: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "record_errors_total",
-			Help: "Reads or writes of a read's record (hand-backs, dead-letter decision) that failed, by op (get, put).",
+			Help: "Reads or writes of a read's record (its credits and its dead-letter decision) in the records bucket that failed, by op (get, put).",
 		}, []string{"op"}),
 		limit: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Name: "concurrency_limit",
@@ -159,7 +159,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		held: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Name: "retry_held",
-			Help: "Reads held in this process: waiting out a retry delay, or parked while the breaker is open.",
+			Help: "Reads held in this process: waiting out a retry delay, or parked while the breaker is open or no worker is free.",
 		}),
 	}
 	m.breakerState = f.NewGauge(prometheus.GaugeOpts{
@@ -175,14 +175,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.uncharged = f.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "uncharged_failures_total",
-		Help: "Failed calls not charged to their read, by why: breaker (the engine failed as a whole) or shedding (the engine shed broadly); the read was called again without spending an attempt.",
+		Help: "Failed calls not charged to their read, by why: breaker (the engine failed as a whole), shedding (the engine shed broadly) or engine_down (the engine failed every call since it last answered, beyond chance); the read was called again without spending an attempt.",
 	}, []string{"why"})
 	m.uncharged.WithLabelValues(whyBreaker)
 	m.uncharged.WithLabelValues(whyShedding)
 	m.uncharged.WithLabelValues(whyDown)
 	m.engineOverload = f.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_overloaded",
-		Help: "1 while this replica's view judges the rate engine overloaded (its sheds fell when the fleet sent less, it refuses most calls, or its latency shows a queue): the limit comes down and the retry budget binds.",
+		Help: "1 while this replica's view judges the rate engine overloaded: it sheds now, refuses most of what it is sent, and a strong verdict of load stands (a trial found its sheds fall when the fleet sends less), or dips are off; the retry budget binds.",
 	})
 	m.engineShed = f.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_shed_ratio",

@@ -137,7 +137,7 @@ type verdict struct {
 	backoff uint64
 	floor   time.Duration
 	// uncharged, when set, is why the attempt is not charged to the read
-	// (meter_consumer_uncharged_total{why}); credit: the attempt is
+	// (meter_consumer_uncharged_failures_total{why}); credit: the attempt is
 	// recorded as a shed before the NAK, so that its next delivery does not
 	// count it.
 	uncharged string
