@@ -100,7 +100,7 @@ func TestLoadFlagNotGivenKeepsEnv(t *testing.T) {
 
 func TestLoadEveryEnvAndFlag(t *testing.T) {
 	cfg, err := config.Load([]string{
-		"--nats-url", "nats://a:4222,nats://b:4222", "--nats-creds", "u.creds",
+		"--nats-url", "nats://a:4222,nats://b:4222", "--nats-creds", "testdata/u.creds",
 		"--stream", "S", "--durable", "D", "--replicas", "3", "--dlq-stream", "SD",
 		"--dlq-prefix", "dead", "--dlq-duplicates", "1h", "--downstream-timeout", "2s",
 		"--permanent-statuses", "400, 422", "--ack-wait", "1m", "--max-ack-pending", "64",
@@ -110,17 +110,17 @@ func TestLoadEveryEnvAndFlag(t *testing.T) {
 	}, env(map[string]string{
 		"NATS_USER":     "alice",
 		"NATS_PASSWORD": "s3cret",
-		"NATS_NKEY":     "seed.nk",
-		"NATS_CA":       "ca.pem",
-		"NATS_CERT":     "c.pem",
-		"NATS_KEY":      "k.pem",
+		"NATS_NKEY":     "testdata/seed.nk",
+		"NATS_CA":       "testdata/ca.pem",
+		"NATS_CERT":     "testdata/c.pem",
+		"NATS_KEY":      "testdata/k.pem",
 	}))
 	require.NoError(t, err)
 
 	want := config.Default()
 	want.NATS = config.NATS{
-		URL: "nats://a:4222,nats://b:4222", Creds: "u.creds", User: "alice", Password: "s3cret",
-		NKeySeed: "seed.nk", TLS: config.TLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}, Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true, ConnectRetryMax: 30 * time.Second,
+		URL: "nats://a:4222,nats://b:4222", Creds: "testdata/u.creds", User: "alice", Password: "s3cret",
+		NKeySeed: "testdata/seed.nk", TLS: config.TLS{CA: "testdata/ca.pem", Cert: "testdata/c.pem", Key: "testdata/k.pem"}, Name: "meter-consumer", Listen: "127.0.0.1:4222", Embedded: true, ConnectRetryMax: 30 * time.Second,
 	}
 	want.Stream.Name, want.Consumer.Durable, want.Stream.Replicas = "S", "D", 3
 	want.DLQ = config.DLQ{Stream: "SD", Prefix: "dead", Duplicates: time.Hour, MaxBytes: 1 << 30}

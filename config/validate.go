@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,21 @@ func (c Config) validateNATS(p *problems) {
 	}
 	if n.Token != "" && n.User != "" {
 		p.addf("nats.token and nats.user (%q) are both set: authenticate with one of them", n.User)
+	}
+	// The files are read when the connection is made, and a missing one
+	// would fail every attempt while the service kept trying: refused here,
+	// as the rate engine's are.
+	for _, f := range []struct{ key, path string }{
+		{"nats.creds", n.Creds}, {"nats.nkey_seed", n.NKeySeed}, {"nats.tls.ca", n.TLS.CA}, {"nats.tls.cert", n.TLS.Cert}, {"nats.tls.key", n.TLS.Key},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if file, err := os.Open(f.path); err != nil {
+			p.addf("%s (%q) cannot be read: %v", f.key, f.path, errors.Unwrap(err))
+		} else {
+			_ = file.Close()
+		}
 	}
 	if n.TLS.Cert != "" && n.TLS.Key == "" {
 		p.addf("nats.tls.cert (%q) is set but nats.tls.key is empty: a client certificate needs its key", n.TLS.Cert)

@@ -26,7 +26,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"replicas 3 on a cluster", func(c *config.Config) { c.NATS.URL = "nats://a:4222"; c.Stream.Replicas = 3 }},
 		{"user and password", func(c *config.Config) { c.NATS.User = "alice"; c.NATS.Password = "s3cret" }},
 		{"token", func(c *config.Config) { c.NATS.Token = "t0ken" }},
-		{"tls cert and key", func(c *config.Config) { c.NATS.TLS.Cert = "c.pem"; c.NATS.TLS.Key = "k.pem" }},
+		{"tls cert and key", func(c *config.Config) { c.NATS.TLS.Cert = "testdata/c.pem"; c.NATS.TLS.Key = "testdata/k.pem" }},
 		{"http disabled", func(c *config.Config) { c.HTTP.Addr = "" }},
 		{"http port 0", func(c *config.Config) { c.HTTP.Addr = "127.0.0.1:0" }},
 		{"no permanent statuses", func(c *config.Config) { c.Downstream.PermanentStatuses = nil }},
@@ -119,8 +119,10 @@ func TestValidateRejects(t *testing.T) {
 		{"user without password", func(c *config.Config) { c.NATS.User = "alice" }, `nats.user ("alice") is set but nats.password is empty`},
 		{"password without user", func(c *config.Config) { c.NATS.Password = "s3cret" }, "nats.password is set but nats.user is empty"},
 		{"token and user", func(c *config.Config) { c.NATS.Token = "t0ken"; c.NATS.User = "alice"; c.NATS.Password = "s3cret" }, `nats.token and nats.user ("alice") are both set`},
-		{"tls cert without key", func(c *config.Config) { c.NATS.TLS.Cert = "c.pem" }, `nats.tls.cert ("c.pem") is set but nats.tls.key is empty`},
-		{"tls key without cert", func(c *config.Config) { c.NATS.TLS.Key = "k.pem" }, `nats.tls.key ("k.pem") is set but nats.tls.cert is empty`},
+		{"nats creds missing", func(c *config.Config) { c.NATS.Creds = "testdata/missing.creds" }, `nats.creds ("testdata/missing.creds") cannot be read: no such file or directory`},
+		{"nkey seed missing", func(c *config.Config) { c.NATS.NKeySeed = "testdata/missing.nk" }, `nats.nkey_seed ("testdata/missing.nk") cannot be read: no such file or directory`},
+		{"tls cert without key", func(c *config.Config) { c.NATS.TLS.Cert = "testdata/c.pem" }, `nats.tls.cert ("testdata/c.pem") is set but nats.tls.key is empty`},
+		{"tls key without cert", func(c *config.Config) { c.NATS.TLS.Key = "testdata/k.pem" }, `nats.tls.key ("testdata/k.pem") is set but nats.tls.cert is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

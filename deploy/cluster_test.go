@@ -135,7 +135,14 @@ func TestOverlayMountsTheEngineCredentialsFromSecrets(t *testing.T) {
 	assert.Len(t, secrets, 2, "the token and the TLS Secret: %v", secrets)
 
 	e := env(c)
+	// The NATS credentials' Secret stands for itself: validation only opens
+	// the file, the connection reads it.
+	creds := filepath.Join(root, "user.creds")
+	require.NoError(t, os.WriteFile(creds, nil, 0o600))
 	getenv := func(name string) string {
+		if name == "NATS_CREDS" && e[name].Value != "" {
+			return creds
+		}
 		v := e[name].Value
 		for mount, dir := range moved {
 			if rest, ok := strings.CutPrefix(v, mount+"/"); ok {
