@@ -39,6 +39,9 @@ type ReplayOptions struct {
 
 // Validate reports options Replay cannot use, naming the flag; it connects
 // to nothing. Replay checks them too.
+// MinRate is the slowest --rate: one message an hour.
+const MinRate = 1.0 / 3600
+
 func (ro ReplayOptions) Validate() error {
 	_, err := ro.withDefaults()
 	return err
@@ -53,6 +56,11 @@ func (ro ReplayOptions) withDefaults() (ReplayOptions, error) {
 	}
 	if !(ro.Rate > 0) || math.IsInf(ro.Rate, 0) {
 		return ro, fmt.Errorf("%w --rate %v: want messages per second, more than 0", ErrInvalid, ro.Rate)
+	}
+	if ro.Rate < MinRate {
+		// Slower, the interval between two replays overflows a duration,
+		// which paced nothing.
+		return ro, fmt.Errorf("%w --rate %v: want at least one message an hour (%.6f a second)", ErrInvalid, ro.Rate, MinRate)
 	}
 	if ro.MaxReplays == 0 {
 		ro.MaxReplays = DefaultMaxReplays

@@ -425,3 +425,23 @@ func TestReplayOfATruncatedCopyDoesNotTakeAnotherReadAtItsSequence(t *testing.T)
 	assert.Len(t, e.sourceMsgs(), 1, "nothing replayed")
 	assert.Equal(t, []uint64{1}, e.copies(), "the copy is kept")
 }
+
+// A rate is at least one message an hour: slower, the interval between two
+// replays overflowed a duration and paced nothing (1e-300 replayed 4 reads
+// in 40ms).
+func TestReplayRateHasAFloor(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		ok   bool
+	}{{0, true}, {dlqops.MinRate, true}, {10, true}, {dlqops.MinRate / 2, false}, {1e-300, false}, {-1, false}, {math.Inf(1), false}} {
+		err := dlqops.ReplayOptions{Rate: tc.rate}.Validate()
+		if tc.ok {
+			assert.NoError(t, err, "%v", tc.rate)
+			continue
+		}
+		assert.ErrorIs(t, err, dlqops.ErrInvalid, "%v", tc.rate)
+	}
+	err := dlqops.ReplayOptions{Rate: 1e-300}.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want at least one message an hour")
+}
