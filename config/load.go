@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -107,14 +108,23 @@ func readFile(cfg *Config, path string, set map[string]bool) error {
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return nil // empty
+	} else if err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
-		return nil // empty, or only comments
+		return nil // only comments
 	}
-	errs := unknownKeys(doc.Content[0], "")
+	var errs []error
+	if more := (yaml.Node{}); dec.Decode(&more) == nil && !emptyDocument(&more) {
+		// The decoder reads the first only: the settings after a ---
+		// would be dropped without a word.
+		errs = append(errs, fmt.Errorf("line %d: a second YAML document (after ---): the file is one document; merge the two", more.Line))
+	}
+	errs = append(errs, unknownKeys(doc.Content[0], "")...)
 	yamlLeaves(doc.Content[0], "", set)
 	scalars, lines := scalarProblems(doc.Content[0], "")
 	errs = append(errs, scalars...)
@@ -130,6 +140,12 @@ func readFile(cfg *Config, path string, set map[string]bool) error {
 		return fmt.Errorf("config file %s: %w", path, errors.Join(errs...))
 	}
 	return nil
+}
+
+// emptyDocument reports a YAML document that holds nothing (a trailing ---
+// makes one, of a null).
+func emptyDocument(n *yaml.Node) bool {
+	return len(n.Content) == 0 || len(n.Content) == 1 && n.Content[0].Kind == yaml.ScalarNode && n.Content[0].Tag == "!!null"
 }
 
 // unknownKeys returns an error for every key of the mapping n, at the dotted

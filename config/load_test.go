@@ -278,3 +278,16 @@ func TestLoadFileSwitchWords(t *testing.T) {
 	assert.False(t, cfg.Breaker.Enabled)
 	assert.True(t, cfg.Downstream.Adaptive)
 }
+
+// A file is one YAML document: the decoder reads the first only, so the
+// settings after a --- were dropped without a word.
+func TestLoadFileOfTwoDocumentsIsRefused(t *testing.T) {
+	file := writeFile(t, "consumer:\n  concurrency: 8\n---\nretry:\n  max_attempts: 2\n")
+	_, err := config.Load([]string{"--config", file, "--downstream-url", "http://engine/reads"}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a second YAML document (after ---): the file is one document")
+	for _, body := range []string{"", "# only a comment\n", "---\nconsumer:\n  concurrency: 8\n", "consumer:\n  concurrency: 8\n---\n"} {
+		_, err := config.Load([]string{"--config", writeFile(t, body), "--downstream-url", "http://engine/reads"}, nil)
+		assert.NoError(t, err, "%q", body)
+	}
+}

@@ -135,7 +135,17 @@ func (c Config) validateNATS(p *problems) {
 
 func validNATSURL(s string) bool {
 	u, err := url.Parse(s)
-	return err == nil && slices.Contains(natsSchemes, u.Scheme) && u.Host != ""
+	return err == nil && slices.Contains(natsSchemes, u.Scheme) && u.Host != "" && validPort(u)
+}
+
+// validPort reports a URL without a port, or with one from 1 to 65535.
+func validPort(u *url.URL) bool {
+	port := u.Port()
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 func (c Config) validateStream(p *problems) {
@@ -149,6 +159,12 @@ func (c Config) validateStream(p *problems) {
 	for i, subj := range s.Subjects {
 		if !validSubject(subj) {
 			p.addf("stream.subjects[%d] (%q) must be %s", i, subj, subjectRule)
+			continue
+		}
+		for j, other := range s.Subjects[:i] {
+			if validSubject(other) && subjectsOverlap(subj, other) {
+				p.addf("stream.subjects[%d] (%q) overlaps stream.subjects[%d] (%q): the server refuses a stream whose subjects overlap; keep the wider one", i, subj, j, other)
+			}
 		}
 	}
 	if s.MaxAge < 0 {
@@ -296,7 +312,7 @@ func (c Config) validateDownstream(p *problems) {
 
 func validHTTPURL(s string) bool {
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && validPort(u)
 }
 
 func (c Config) validateService(p *problems) {
