@@ -189,6 +189,11 @@ func (c Config) validateStream(p *problems) {
 	}
 }
 
+// minHandlerTimeout is the shortest handler timeout: the call gets all of it
+// but what is kept to record and settle the read, at least 100ms and at
+// most half, so no less than that.
+const minHandlerTimeout = 200 * time.Millisecond
+
 func (c Config) validateConsumer(p *problems) {
 	k := c.Consumer
 	if !validName(k.Durable) {
@@ -213,6 +218,9 @@ func (c Config) validateConsumer(p *problems) {
 	switch {
 	case k.HandlerTimeout <= 0:
 		p.addf("consumer.handler_timeout (%s) must be > 0", k.HandlerTimeout)
+	case k.HandlerTimeout < minHandlerTimeout:
+		p.addf("consumer.handler_timeout (%s) must be >= %s: at least 100ms of it is kept to record and settle the read, and the call gets no less; when it is not given it is derived (from consumer.ack_wait and consumer.pull_batch, or downstream.timeout): give a larger ack_wait, or a smaller pull_batch",
+			k.HandlerTimeout, minHandlerTimeout)
 	case k.HandlerTimeout >= k.AckWait:
 		p.addf("consumer.handler_timeout (%s) must be < consumer.ack_wait (%s), so a handler gives up before the server redelivers (a setting not given is derived from the others: give fewer of them, or consistent ones)",
 			k.HandlerTimeout, k.AckWait)

@@ -72,9 +72,13 @@ func TestValidateRejects(t *testing.T) {
 		{"huge concurrency", func(c *config.Config) { c.Consumer.Concurrency = 5000; c.Consumer.MaxAckPending = 5000 }, "consumer.concurrency (5000) must be <= 4096"},
 		{"short ack wait", func(c *config.Config) {
 			c.Consumer.AckWait = 500 * time.Millisecond
-			c.Consumer.HandlerTimeout = 100 * time.Millisecond
+			c.Consumer.HandlerTimeout = 300 * time.Millisecond
 			c.Downstream.Timeout = 50 * time.Millisecond
 		}, "consumer.ack_wait (500ms) must be >= 1s"},
+		{"handler timeout too short to call", func(c *config.Config) {
+			c.Consumer.HandlerTimeout = 100 * time.Millisecond
+			c.Downstream.Timeout = 50 * time.Millisecond
+		}, "consumer.handler_timeout (100ms) must be >= 200ms"},
 		{"max ack pending below concurrency", func(c *config.Config) { c.Consumer.MaxAckPending = 10 }, "consumer.max_ack_pending (10) must be >= consumer.concurrency (32): every read in flight, one waiting out a retry delay included, holds an ack-pending slot"},
 		{"zero handler timeout", func(c *config.Config) { c.Consumer.HandlerTimeout = 0 }, "consumer.handler_timeout (0s) must be > 0"},
 		{"handler timeout not below ack wait", func(c *config.Config) { c.Consumer.HandlerTimeout = 30 * time.Second }, "consumer.handler_timeout (30s) must be < consumer.ack_wait (30s)"},
