@@ -10,6 +10,9 @@ import (
 // is: what --create-streams makes on a real server.
 const DefaultRealReplicas = 3
 
+// derivedPaths are the settings derive sets when they are not given.
+var derivedPaths = []string{"stream.replicas", "consumer.ack_wait", "consumer.handler_timeout", "downstream.timeout"}
+
 // derive sets the settings whose valid range depends on another, when they
 // were not given (by the file, the environment or a flag), from the ones
 // that were: downstream.timeout < consumer.handler_timeout <

@@ -41,7 +41,37 @@ func LoadTool(fs *flag.FlagSet, args []string, getenv func(string) string) (Conf
 	return load(fs, args, getenv, false)
 }
 
+// LoadWithDerived is Load, and also returns the YAML paths of the settings
+// derived from others because they were not given (see derive), in table
+// order: "consumer config" leaves them out of the file it prints, so that
+// the file read back with one setting changed derives them again.
+func LoadWithDerived(args []string, getenv func(string) string) (Config, []string, error) {
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg, rest, set, err := loadSet(fs, args, getenv, true)
+	if err == nil && len(rest) > 0 {
+		return Config{}, nil, fmt.Errorf("flags: unexpected argument %q (see --help)", rest[0])
+	}
+	if err != nil {
+		return Config{}, nil, err
+	}
+	var derived []string
+	for _, s := range settings {
+		if slices.Contains(derivedPaths, s.yaml) && !set[s.yaml] {
+			derived = append(derived, s.yaml)
+		}
+	}
+	return cfg, derived, nil
+}
+
 func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDownstream bool) (Config, []string, error) {
+	cfg, rest, _, err := loadSet(fs, args, getenv, needDownstream)
+	return cfg, rest, err
+}
+
+// loadSet is load, and also returns the YAML paths given by the file, the
+// environment or a flag.
+func loadSet(fs *flag.FlagSet, args []string, getenv func(string) string, needDownstream bool) (Config, []string, map[string]bool, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -51,9 +81,9 @@ func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDowns
 	configPath := fs.String(configFlag, "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, nil, fmt.Errorf("consumer: %w", err)
+			return Config{}, nil, nil, fmt.Errorf("consumer: %w", err)
 		}
-		return Config{}, nil, fmt.Errorf("flags: %w (see --help)", err)
+		return Config{}, nil, nil, fmt.Errorf("flags: %w (see --help)", err)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -87,9 +117,9 @@ func load(fs *flag.FlagSet, args []string, getenv func(string) string, needDowns
 		problems = append(problems, fmt.Errorf("invalid configuration:\n%w", err))
 	}
 	if len(problems) > 0 {
-		return Config{}, nil, errors.Join(problems...)
+		return Config{}, nil, nil, errors.Join(problems...)
 	}
-	return cfg, fs.Args(), nil
+	return cfg, fs.Args(), set, nil
 }
 
 // addFlags adds every configuration flag to fs, writing to cfg.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,11 +15,19 @@ import (
 // the settings table, durations as "30s". It is what "consumer config"
 // prints: the effective configuration, whatever the file, the environment
 // and the flags each gave.
-func (c Config) WriteYAML(w io.Writer) error {
+//
+// The settings named in omit (LoadWithDerived's derived ones) are left out,
+// and named with their values in a comment at the top.
+func (c Config) WriteYAML(w io.Writer, omit ...string) error {
 	r := c.Redacted()
 	root := &yaml.Node{Kind: yaml.MappingNode}
+	var left []string
 	for _, s := range settings {
 		if s.field == nil {
+			continue
+		}
+		if slices.Contains(omit, s.yaml) {
+			left = append(left, fmt.Sprintf("%s: %s", s.yaml, formatValue(s.field(&r))))
 			continue
 		}
 		val, err := yamlValue(s.field(&r))
@@ -32,9 +41,14 @@ func (c Config) WriteYAML(w io.Writer) error {
 		}
 		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: keys[len(keys)-1]}, val)
 	}
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
+	if len(left) > 0 {
+		doc.HeadComment = "Derived from the settings below, so left out (given, each would hold against the others):\n" +
+			strings.Join(left, "\n")
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	if err := enc.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return fmt.Errorf("write the configuration: %w", err)
 	}
 	return enc.Close()

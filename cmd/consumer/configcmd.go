@@ -27,7 +27,7 @@ func runConfig(args []string, getenv func(string) string, stdout, stderr io.Writ
 		configHelp(stdout)
 		return exitOK
 	}
-	cfg, err := config.Load(args, getenv)
+	cfg, derived, err := config.LoadWithDerived(args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		configHelp(stdout)
 		return exitOK
@@ -37,7 +37,7 @@ func runConfig(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return exitBadUsage
 	}
 	warnUnknownEnv(stderr, "consumer config")
-	if err := cfg.WriteYAML(stdout); err != nil {
+	if err := cfg.WriteYAML(stdout, derived...); err != nil {
 		fmt.Fprintf(stderr, "consumer config: %v\n", err)
 		return exitFailure
 	}

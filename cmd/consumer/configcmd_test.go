@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,4 +55,20 @@ func TestAnUnknownEnvironmentVariableIsWarnedOf(t *testing.T) {
 	assert.Contains(t, out, "  concurrency: 32\n", "the misspelt variable is not read")
 	assert.Equal(t, "consumer config: warning: CONSUMER_CONCURENCY is no setting: ignored (did you mean CONSUMER_CONCURRENCY?)\n"+
 		"consumer config: warning: CONSUMER_PORT is no setting: ignored\n", errOut)
+}
+
+// What "consumer config" prints reads back with one setting changed: the
+// settings derived from others are left out (named in a comment), so they
+// are derived again instead of holding against the change.
+func TestConfigPrintsAFileThatTakesAChange(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runTool(t, "config", "--downstream-url", "https://engine.example/reads")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "# consumer.handler_timeout: 6s\n")
+	assert.NotContains(t, out, "  handler_timeout:")
+	printed := filepath.Join(t.TempDir(), "printed.yaml")
+	require.NoError(t, os.WriteFile(printed, []byte(out), 0o600))
+	cfg, err := config.Load([]string{"--config", printed, "--ack-wait", "5s"}, nil)
+	require.NoError(t, err, "a shorter ack wait given beside the printed file")
+	assert.Equal(t, 4*time.Second, cfg.Consumer.HandlerTimeout, "derived again: 4/5 of the ack wait")
 }
