@@ -198,6 +198,16 @@ func runDLQ(ctx context.Context, args []string, getenv func(string) string, stdi
 	a.define(fs, cmd, getenv)
 	own := flagNames(fs)
 	cfg, rest, err := config.LoadTool(fs, flags, getenv)
+	if err == nil && cmd.args != "" && len(positional) == 0 && len(rest) > 1 && strings.HasPrefix(rest[1], "-") {
+		// Flags on both sides of the sequence (show --nats-url X 5
+		// --stream Y): parsing stopped at it, so parse again without it.
+		positional, flags = rest[:1], append(flags[:len(flags)-len(rest):len(flags)-len(rest)], rest[1:]...)
+		fs = flag.NewFlagSet("consumer dlq "+sub, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		a = dlqArgs{}
+		a.define(fs, cmd, getenv)
+		cfg, rest, err = config.LoadTool(fs, flags, getenv)
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		dlqCommandUsage(stdout, cmd, fs, own)
 		return exitOK

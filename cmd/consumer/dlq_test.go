@@ -237,3 +237,15 @@ func TestTheDLQJobsCommandRuns(t *testing.T) {
 	assert.NotEmpty(t, out.String())
 	t.Logf("%s", out.String())
 }
+
+// Flags may stand on both sides of show's sequence: parsing stops at it, and
+// is taken up again after it. Two sequences are still one too many.
+func TestDLQShowTakesFlagsAfterTheSequence(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := runTool(t, "dlq", "show", "--nats-url", "nats://127.0.0.1:1", "5", "--dlq-stream", "SD")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "not connected", "parsed, then refused by the server")
+	_, stderr, code = runTool(t, "dlq", "show", "--nats-url", "nats://127.0.0.1:1", "5", "6")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "want one dead-letter sequence")
+}
