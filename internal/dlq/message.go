@@ -84,6 +84,9 @@ type Entry struct {
 	Deliveries  uint64    // the delivery count when dead-lettered
 	Attempts    uint64    // the calls charged to it (see HeaderAttempts)
 	PublishedAt time.Time // the original message's stream timestamp
+	// At is when the read was dead-lettered, on the NATS server's clock as
+	// the decision recorded it (zero: the clock Build is given).
+	At time.Time
 
 	Header nats.Header // the original headers (not modified)
 	Data   []byte      // the original payload (not modified)
@@ -138,7 +141,11 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 	set(HeaderDeliveries, strconv.FormatUint(e.Deliveries, 10))
 	set(HeaderAttempts, strconv.FormatUint(e.Attempts, 10))
 	set(HeaderPublishedAt, e.PublishedAt.UTC().Format(TimeFormat))
-	set(HeaderDeadLetteredAt, now.UTC().Format(TimeFormat))
+	at := e.At
+	if at.IsZero() {
+		at = now
+	}
+	set(HeaderDeadLetteredAt, at.UTC().Format(TimeFormat))
 	set(nats.MsgIdHdr, MsgID(e.Stream, e.Sequence, e.PublishedAt))
 	return &nats.Msg{Subject: Subject(prefix, e.Subject), Header: h, Data: e.Data}
 }

@@ -75,9 +75,12 @@ func (c *Consumer) storeCopy(hard context.Context, d *delivery, s situation, v v
 		Reason: v.reason, Cause: v.cause.Cause, Err: v.cause,
 		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(),
 		Sequence: md.Sequence.Stream, Deliveries: md.NumDelivered, Attempts: d.dl.attempts, PublishedAt: md.Timestamp,
-		Header: msg.Headers(), Data: msg.Data(),
+		Header: msg.Headers(), Data: msg.Data(), At: d.dl.at,
 	}
 	dec := s.recorded
+	if dec != nil && !dec.At.IsZero() {
+		entry.At = dec.At // the decision's time, the same on every try of the copy
+	}
 	var err error
 	if !d.dl.last.IsZero() && (d.dl.legacy || d.dl.at.Sub(dec.At) > c.o.DeadLetterWindow-clockSkew) {
 		d.dl.found, err = c.lookForCopy(ctx, d, entry, dec.At.Add(-clockSkew), d.dl.last.Add(c.o.HandlerTimeout+clockSkew))

@@ -154,7 +154,7 @@ func TestSettlementTable(t *testing.T) {
 			want: what{fate: fateHandBack, cause: classify.CauseShutdown, own: true}},
 		{row: "not a JetStream delivery (no metadata to count attempts by)", s: situation{noMetadata: true},
 			want: what{fate: fateReject}},
-		{row: "the delivery's lease ran out (the connection down past its ack wait) before its fate was carried out",
+		{row: "the delivery's lease ran out (the connection down, or the process stalled, a quarter of the ack wait or more since it arrived) before its fate was carried out",
 			s:    with(called(6, 6, failed), func(s *situation) { s.lost = true }),
 			want: what{fate: fateDrop}},
 		{name: "a lease lost while the decision is written, before the copy",
