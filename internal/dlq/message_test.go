@@ -174,3 +174,15 @@ func TestServerHeadersAreTheServersOwn(t *testing.T) {
 	}
 	assert.True(t, dlq.ServerHeader("nats-batch-id"), "matched without regard to case")
 }
+
+// Dlq-Dead-Lettered-At is the entry's time (the decision's, on the NATS
+// server's clock) when it has one, whatever the clock Build is given; the
+// clock's otherwise.
+func TestBuildStampsTheDecisionTime(t *testing.T) {
+	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	decided := time.Date(2026, 11, 30, 6, 59, 58, 123, time.FixedZone("x", 3600))
+	m := dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Subject: "meter.reads.r1", At: decided}, now)
+	assert.Equal(t, "2026-11-30T05:59:58.000000123Z", m.Header.Get(dlq.HeaderDeadLetteredAt))
+	m = dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Subject: "meter.reads.r1"}, now)
+	assert.Equal(t, "2026-11-30T07:00:00.000000000Z", m.Header.Get(dlq.HeaderDeadLetteredAt))
+}
