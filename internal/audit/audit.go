@@ -114,6 +114,7 @@ type run struct {
 	keys     *sorter // every read's key, when there is a ledger
 	srcInfo  *jetstream.StreamInfo
 	ackFloor uint64
+	keyless  uint64 // reads settled without a copy whose payload has no key: not in the ledger
 }
 
 // Run audits period p. The Result holds the summary and the findings; the
@@ -480,6 +481,10 @@ func (r *run) read(seq uint64, at time.Time, subject string, data []byte) error 
 		if out != outBilled {
 			return nil
 		}
+		// No key, so not in the ledger: acked, not billed, counted as a
+		// keyed read missing from the ledger is (matchLedger).
+		r.keyless++
+		s.Billed--
 		return r.res.add(Finding{Kind: KindNotInLedger, Seq: seq, Subject: subject, Time: at.UTC(),
 			Detail: "settled without a dead-letter copy, but the payload is not a valid read: it has no key"})
 	}
@@ -497,7 +502,7 @@ func (r *run) matchLedger(l Ledger, mem int) error {
 		return err
 	}
 	s := &r.res.Summary
-	s.Ledger = &LedgerSummary{Name: l.Name, Entries: led.n}
+	s.Ledger = &LedgerSummary{Name: l.Name, Entries: led.n, NotBilled: r.keyless}
 	li, err := led.iterator()
 	if err != nil {
 		return err

@@ -281,3 +281,23 @@ func TestAuditSaysWhatBilledRestsOn(t *testing.T) {
 	require.NoError(t, res.WriteText(&text))
 	assert.Contains(t, text.String(), "inferred: settled at or below the ack floor, no copy, no mark (assumes deliver policy all and a filter covering the stream; give --engine-ledger to check)", "the hint names the flag the binary has")
 }
+
+// A read settled without a copy whose payload has no key cannot be in the
+// engine's ledger: a finding, and, as a keyed read missing from the ledger,
+// not counted billed (the summary said billed 1 beside the finding).
+func TestAuditDoesNotCountAKeylessReadBilled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.publish(1)
+	_, err := e.js.Publish(t.Context(), "meter.reads.r0", []byte(`not a read`))
+	require.NoError(t, err)
+	e.settle(2, nil)
+	res, err := e.auditor(0).Run(t.Context(), audit.Period{FromSeq: 1, ToSeq: 2}, ledger(key(1)))
+	require.NoError(t, err)
+	defer res.Close()
+	assert.Equal(t, []got{{Kind: audit.KindNotInLedger, Seq: 2}}, findings(t, res))
+	assert.Equal(t, uint64(2), res.Summary.Acked)
+	assert.Equal(t, uint64(1), res.Summary.Billed, "read 1 only")
+	require.NotNil(t, res.Summary.Ledger)
+	assert.Equal(t, uint64(1), res.Summary.Ledger.NotBilled)
+}
