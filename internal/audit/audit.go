@@ -275,7 +275,17 @@ func (r *run) walkSource(ctx context.Context, src jetstream.Stream) error {
 		from, end = max(r.p.FromSeq, st.FirstSeq), min(r.p.ToSeq, st.LastSeq)
 		expect = from
 	} else {
-		if st.FirstSeq > 1 && r.p.Since.Before(st.FirstTime) {
+		if st.Msgs == 0 && st.LastSeq > 0 && (st.LastTime.IsZero() || !r.p.Since.After(st.LastTime)) {
+			// Every read left the stream, the last at LastTime (the
+			// stream's first time is then zero): the period may have held
+			// any of them.
+			if err := r.res.add(Finding{Kind: KindAgedOut, ToSeq: st.LastSeq, After: st.LastTime,
+				Detail: fmt.Sprintf("the stream holds no read any more: all %d left it (max age, limits, or a purge), the last stored at %s; how many were in the period it no longer knows",
+					st.LastSeq, stamp(st.LastTime))}); err != nil {
+				return err
+			}
+			s.AgedOut += st.LastSeq
+		} else if st.FirstSeq > 1 && r.p.Since.Before(st.FirstTime) {
 			if err := r.res.add(Finding{Kind: KindAgedOut, ToSeq: st.FirstSeq - 1, After: st.FirstTime,
 				Detail: fmt.Sprintf("the period starts before the stream's first read (seq %d at %s): reads before it left the stream (max age, limits, or a purge of its head); how many were in the period it no longer knows",
 					st.FirstSeq, stamp(st.FirstTime))}); err != nil {

@@ -301,3 +301,27 @@ func TestAuditDoesNotCountAKeylessReadBilled(t *testing.T) {
 	require.NotNil(t, res.Summary.Ledger)
 	assert.Equal(t, uint64(1), res.Summary.Ledger.NotBilled)
 }
+
+// A stream every read has left (aged out, or purged whole) holds no first
+// read to compare a period with: a period up to its last read's time is not
+// explained (it said every read of the period was), one after it is.
+func TestAuditOfAStreamEveryReadLeft(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.publish(3)
+	e.settle(3, nil)
+	require.NoError(t, e.src.Purge(t.Context()))
+	res, err := e.auditor(0).Run(t.Context(), audit.Period{Since: e.at[1], Until: e.at[3]}, nil)
+	require.NoError(t, err)
+	defer res.Close()
+	assert.Equal(t, []got{{Kind: audit.KindAgedOut, ToSeq: 3}}, findings(t, res))
+	assert.False(t, res.Explained())
+	assert.Equal(t, uint64(3), res.Summary.AgedOut)
+
+	later := e.at[3].Add(time.Hour)
+	res2, err := e.auditor(0).Run(t.Context(), audit.Period{Since: later, Until: later.Add(time.Hour)}, nil)
+	require.NoError(t, err)
+	defer res2.Close()
+	assert.Empty(t, findings(t, res2))
+	assert.True(t, res2.Explained())
+}
