@@ -29,9 +29,9 @@ func ExampleOps_List() {
 	fmt.Println(err)
 	// Output:
 	// SEQ  REASON     CAUSE            SUBJECT            METER  DELIVERIES  REPLAYS  AGE    ERROR
-	// 1    permanent  http_422         meter.reads.north  MTR-1  1           0        3h0m   downstream answered 422: quantity 12.500 exceeds the mete...
-	// 3    permanent  invalid_payload  meter.reads.south  -      1           0        1h30m  read_at: no zone offset
-	// 5    permanent  http_422         meter.reads.east   MTR-4  1           0        5m     downstream answered 422: unknown meter
+	// 1    permanent  http_422         meter.reads.north  MTR-1  1           0        3h0m   http_422: downstream answered 422 Unprocessable Entity
+	// 3    permanent  invalid_payload  meter.reads.south  -      1           0        1h30m  invalid_payload: invalid meter read: body: invalid UTF-8
+	// 5    permanent  http_422         meter.reads.east   MTR-4  1           0        5m     http_422: downstream answered 422 Unprocessable Entity
 	// <nil>
 }
 
@@ -41,7 +41,7 @@ func ExampleOps_List_json() {
 	err := o.List(context.Background(), dlqops.Filter{Meter: "MTR-4"}, true)
 	fmt.Println(err)
 	// Output:
-	// {"seq":5,"reason":"permanent","cause":"http_422","subject":"meter.reads.east","meter_id":"MTR-4","error":"downstream answered 422: unknown meter","deliveries":1,"attempts":1,"replay_count":0,"dead_lettered_at":"2026-11-30T06:55:00Z","published_at":"2026-11-30T06:54:00Z","headers":{"Dlq-Attempts":["1"],"Dlq-Cause":["http_422"],"Dlq-Consumer":["meter-consumer"],"Dlq-Dead-Lettered-At":["2026-11-30T06:55:00.000000000Z"],"Dlq-Deliveries":["1"],"Dlq-Error":["downstream answered 422: unknown meter"],"Dlq-Published-At":["2026-11-30T06:54:00.000000000Z"],"Dlq-Reason":["permanent"],"Dlq-Sequence":["105"],"Dlq-Stream":["METER_READS"],"Dlq-Subject":["meter.reads.east"],"Nats-Msg-Id":["dlq:METER_READS:105:1796021640000000000"]},"payload":"{\"meter_id\":\"MTR-4\",\"read_at\":\"2026-11-30T06:00:00+01:00\",\"quantity\":\"12.500\",\"unit\":\"kWh\"}"}
+	// {"seq":5,"reason":"permanent","cause":"http_422","subject":"meter.reads.east","meter_id":"MTR-4","error":"http_422: downstream answered 422 Unprocessable Entity","deliveries":1,"attempts":1,"replay_count":0,"dead_lettered_at":"2026-11-30T06:55:00Z","published_at":"2026-11-30T06:54:00Z","headers":{"Dlq-Attempts":["1"],"Dlq-Cause":["http_422"],"Dlq-Consumer":["meter-consumer"],"Dlq-Dead-Lettered-At":["2026-11-30T06:55:00.000000000Z"],"Dlq-Deliveries":["1"],"Dlq-Error":["http_422: downstream answered 422 Unprocessable Entity"],"Dlq-Published-At":["2026-11-30T06:54:00.000000000Z"],"Dlq-Reason":["permanent"],"Dlq-Sequence":["105"],"Dlq-Stream":["METER_READS"],"Dlq-Subject":["meter.reads.east"],"Nats-Msg-Id":["dlq:METER_READS:105:1796021640000000000"]},"payload":"{\"meter_id\":\"MTR-4\",\"read_at\":\"2026-11-30T06:00:00+01:00\",\"quantity\":\"12.500\",\"unit\":\"kWh\"}"}
 	// <nil>
 }
 
@@ -86,7 +86,7 @@ func ExampleOps_Show() {
 	// Dlq-Consumer: meter-consumer
 	// Dlq-Dead-Lettered-At: 2026-11-30T04:00:00.000000000Z
 	// Dlq-Deliveries: 1
-	// Dlq-Error: downstream answered 422: quantity 12.500 exceeds the meter's rated maximum for the billing period
+	// Dlq-Error: http_422: downstream answered 422 Unprocessable Entity
 	// Dlq-Original-Msg-Id: he-1
 	// Dlq-Published-At: 2026-11-30T03:59:00.000000000Z
 	// Dlq-Reason: permanent
@@ -120,8 +120,8 @@ func ExampleOps_Replay() {
 	fmt.Printf("selected %d, error %v\n", sum.Selected, err)
 	// Output:
 	// SEQ  REASON     CAUSE     SUBJECT            METER  DELIVERIES  REPLAYS  AGE   ERROR
-	// 1    permanent  http_422  meter.reads.north  MTR-1  1           0        3h0m  downstream answered 422: quantity 12.500 exceeds the mete...
-	// 5    permanent  http_422  meter.reads.east   MTR-4  1           0        5m    downstream answered 422: unknown meter
+	// 1    permanent  http_422  meter.reads.north  MTR-1  1           0        3h0m  http_422: downstream answered 422 Unprocessable Entity
+	// 5    permanent  http_422  meter.reads.east   MTR-4  1           0        5m    http_422: downstream answered 422 Unprocessable Entity
 	// dry run, nothing changed: would replay 2, would skip at max replays 0
 	// selected 2, error <nil>
 	//

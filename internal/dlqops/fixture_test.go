@@ -51,16 +51,16 @@ func payload(meter string) []byte {
 func reads() []read {
 	return []read{
 		{subject: "meter.reads.north", reason: dlq.ReasonPermanent, cause: "http_422", seq: 101, ago: 3 * time.Hour,
-			err:    "downstream answered 422: quantity 12.500 exceeds the meter's rated maximum for the billing period",
+			err:    "http_422: downstream answered 422 Unprocessable Entity",
 			header: nats.Header{"Nats-Msg-Id": {"he-1"}, "X-Head-End": {"he-7", "he-8"}}, data: payload("MTR-1")},
 		{subject: "meter.reads.north", reason: dlq.ReasonExhausted, cause: "http_503", seq: 102, ago: 2 * time.Hour,
-			err: "downstream answered 503", data: payload("MTR-2")},
+			err: "http_503: downstream answered 503 Service Unavailable", data: payload("MTR-2")},
 		{subject: "meter.reads.south", reason: dlq.ReasonPermanent, cause: "invalid_payload", seq: 103, ago: 90 * time.Minute,
-			err: "read_at: no zone offset", data: []byte("\xff not a read")},
+			err: "invalid_payload: invalid meter read: body: invalid UTF-8", data: []byte("\xff not a read")},
 		{subject: "meter.reads.south.annex", reason: dlq.ReasonExhausted, cause: "timeout", seq: 104, ago: 30 * time.Minute,
-			err: "context deadline exceeded", data: payload("MTR-1")},
+			err: `timeout: Post "https://rating.example.com/v1/reads": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`, data: payload("MTR-1")},
 		{subject: "meter.reads.east", reason: dlq.ReasonPermanent, cause: "http_422", seq: 105, ago: 5 * time.Minute,
-			err: "downstream answered 422: unknown meter", data: payload("MTR-4")},
+			err: "http_422: downstream answered 422 Unprocessable Entity", data: payload("MTR-4")},
 	}
 }
 

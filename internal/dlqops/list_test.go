@@ -91,15 +91,15 @@ func TestListTable(t *testing.T) {
 	require.Len(t, lines, 6)
 	assert.Equal(t, []string{"SEQ", "REASON", "CAUSE", "SUBJECT", "METER", "DELIVERIES", "REPLAYS", "AGE", "ERROR"}, strings.Fields(lines[0]))
 	assert.Equal(t, []string{"2", "exhausted", "http_503", "meter.reads.north", "MTR-2", "6", "0", "2h0m",
-		"downstream", "answered", "503"}, strings.Fields(lines[2]))
+		"http_503:", "downstream", "answered", "503", "Service", "Unavailable"}, strings.Fields(lines[2]))
 	assert.Equal(t, []string{"3", "permanent", "invalid_payload", "meter.reads.south", "-", "1", "0", "1h30m"},
 		strings.Fields(lines[3])[:8], "a payload that is not JSON has no meter")
 
-	row1 := lines[1]
-	errCol := row1[strings.Index(lines[0], "ERROR"):]
+	row4 := lines[4]
+	errCol := row4[strings.Index(lines[0], "ERROR"):]
 	assert.LessOrEqual(t, len(errCol), 60, "long errors are cut")
 	assert.True(t, strings.HasSuffix(errCol, "..."), errCol)
-	assert.True(t, strings.HasPrefix(errCol, "downstream answered 422: quantity"), errCol)
+	assert.True(t, strings.HasPrefix(errCol, `timeout: Post "https://rating.example.com`), errCol)
 }
 
 func TestListJSON(t *testing.T) {

@@ -182,9 +182,9 @@ func TestReplayDryRunChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dlqops.ReplaySummary{Selected: 4, SkippedMaxReplays: 1}, sum)
 	assert.Equal(t, `SEQ  REASON     CAUSE            SUBJECT            METER  DELIVERIES  REPLAYS  AGE    ERROR
-1    permanent  http_422         meter.reads.north  MTR-1  1           0        3h0m   downstream answered 422: quantity 12.500 exceeds the mete...
-3    permanent  invalid_payload  meter.reads.south  -      1           0        1h30m  read_at: no zone offset
-5    permanent  http_422         meter.reads.east   MTR-4  1           0        5m     downstream answered 422: unknown meter
+1    permanent  http_422         meter.reads.north  MTR-1  1           0        3h0m   http_422: downstream answered 422 Unprocessable Entity
+3    permanent  invalid_payload  meter.reads.south  -      1           0        1h30m  invalid_payload: invalid meter read: body: invalid UTF-8
+5    permanent  http_422         meter.reads.east   MTR-4  1           0        5m     http_422: downstream answered 422 Unprocessable Entity
 seq 2: skipped, replayed 3 times already (--max-replays 3); copy kept
 dry run, nothing changed: would replay 3, would skip at max replays 1
 `, e.out.String(), "the table, the skips, the summary; no progress bar")

@@ -20,7 +20,7 @@ func TestShow(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "seq 1 in METER_READS_DLQ, subject meter.dlq.meter.reads.north\n"), out)
 	for _, h := range []string{
 		"Dlq-Reason: permanent", "Dlq-Cause: http_422", "Dlq-Subject: meter.reads.north", "Dlq-Sequence: 101",
-		"Dlq-Error: downstream answered 422: quantity 12.500 exceeds the meter's rated maximum for the billing period",
+		"Dlq-Error: http_422: downstream answered 422 Unprocessable Entity",
 		"Dlq-Original-Msg-Id: he-1", "Nats-Msg-Id: dlq:METER_READS:101:1796011140000000000", "X-Head-End: he-7\nX-Head-End: he-8",
 	} {
 		assert.Contains(t, out, h+"\n")
