@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/meterline/meter-consumer/config"
@@ -114,6 +116,18 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 			return fail(exitBadUsage, "--engine-ledger: %v", err)
 		}
 		defer f.Close()
+		if a.ledgerColumn != "" {
+			head, err := audit.LedgerColumns(f)
+			if err != nil {
+				return fail(exitBadUsage, "--engine-ledger %s: %v", a.ledger, err)
+			}
+			if head != nil && !slices.Contains(head, a.ledgerColumn) {
+				return fail(exitBadUsage, "--engine-ledger-column %q: no such column in %s's header row (%s)", a.ledgerColumn, a.ledger, strings.Join(head, ","))
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return fail(exitBadUsage, "--engine-ledger: %v", err)
+			}
+		}
 		ledger = &audit.Ledger{Name: a.ledger, R: f, Column: a.ledgerColumn}
 	}
 

@@ -126,3 +126,19 @@ func TestAuditFlags(t *testing.T) {
 		})
 	}
 }
+
+// A ledger column that the ledger's header row lacks is a bad flag, refused
+// before the audit connects (it failed with exit 1 once the whole period
+// had been walked).
+func TestAuditRefusesALedgerColumnItsHeaderLacks(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "ledger.csv")
+	require.NoError(t, os.WriteFile(file, []byte("\ufeffidempotency_key,amount\nK-1,2\n"), 0o600))
+	_, stderr, code := runTool(t, "audit", "--nats-url", "nats://127.0.0.1:1", "--from-seq", "1", "--to-seq", "2",
+		"--engine-ledger", file, "--engine-ledger-column", "key")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, `--engine-ledger-column "key": no such column in `+file+"'s header row (idempotency_key,amount)")
+	_, stderr, code = runTool(t, "audit", "--nats-url", "nats://127.0.0.1:1", "--from-seq", "1", "--to-seq", "2",
+		"--engine-ledger", file, "--engine-ledger-column", "idempotency_key")
+	assert.Equal(t, 1, code, "the column found (past the byte order mark), the audit goes on to connect: %s", stderr)
+}

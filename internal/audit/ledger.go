@@ -20,6 +20,26 @@ type Ledger struct {
 	Column string    // the CSV column holding the key; "" = one key a line
 }
 
+// bom is a UTF-8 byte order mark, which a ledger exported by a spreadsheet
+// may start with; it is no part of the first key or column name.
+const bom = "\ufeff"
+
+// LedgerColumns returns the header row of a CSV ledger, so that a column
+// named wrongly is refused before the audit walks the streams.
+func LedgerColumns(r io.Reader) ([]string, error) {
+	head, err := csv.NewReader(r).Read()
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("header row: %w", err)
+	}
+	if len(head) > 0 {
+		head[0] = strings.TrimPrefix(head[0], bom)
+	}
+	return head, nil
+}
+
 // readLedger adds every key of l to s, valued by its line number.
 func readLedger(l Ledger, s *sorter) error {
 	if l.Column == "" {
@@ -36,7 +56,11 @@ func readLines(l Ledger, s *sorter) error {
 	var line uint64
 	for sc.Scan() {
 		line++
-		key := strings.TrimSpace(sc.Text())
+		text := sc.Text()
+		if line == 1 {
+			text = strings.TrimPrefix(text, bom) // a spreadsheet's export may start with one
+		}
+		key := strings.TrimSpace(text)
 		if key == "" {
 			continue
 		}
@@ -60,6 +84,9 @@ func readCSV(l Ledger, s *sorter) error {
 	}
 	if err != nil {
 		return fmt.Errorf("engine ledger %s: header row: %w", l.Name, err)
+	}
+	if len(head) > 0 {
+		head[0] = strings.TrimPrefix(head[0], bom)
 	}
 	col := slices.Index(head, l.Column)
 	if col < 0 {

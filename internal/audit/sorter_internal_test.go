@@ -64,6 +64,8 @@ func TestReadLedger(t *testing.T) {
 	}{
 		{"lines", Ledger{R: strings.NewReader("b\n\n a \nb\n")}, []string{"a", "b", "b"}, ""},
 		{"csv column", Ledger{R: strings.NewReader("id,key\n1,b\n2,\"a\"\n"), Column: "key"}, []string{"a", "b"}, ""},
+		{"lines after a byte order mark", Ledger{R: strings.NewReader("\ufeffK-1\nK-2\n")}, []string{"K-1", "K-2"}, ""},
+		{"csv after a byte order mark", Ledger{R: strings.NewReader("\ufeffkey,id\nK-1,1\n"), Column: "key"}, []string{"K-1"}, ""},
 		{"csv without the column", Ledger{Name: "x.csv", R: strings.NewReader("id,idem\n1,b\n"), Column: "key"}, nil,
 			`invalid: engine ledger x.csv: no column "key" in its header row (id,idem); set --engine-ledger-column to one of them`},
 	}
