@@ -24,7 +24,8 @@ const auditUsageText = `usage: consumer audit (--since T --until T | --day D | -
 Accounts for every read of the period: billed (at or below the durable's ack
 floor, no dead-letter copy), dead-lettered, not yet settled, missing from the
 stream; with --engine-ledger, against the rate engine's own ledger. It reads
-the streams through ephemeral ordered consumers and acks nothing. The exit
+the source stream by direct gets (it creates no consumer there) and the
+dead-letter stream through an ephemeral ordered consumer, and acks nothing. The exit
 code is 0 only when every read is explained, 1 when there is a finding or the
 audit could not run, 2 for a bad flag. See docs/AUDIT.md.
 `
