@@ -11,9 +11,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// scalarProblems checks every scalar the file gives a whole number, a
-// duration or a switch with the parser the environment's values go through,
-// and returns an error for each that does not parse, naming its line, its
+// scalarProblems checks every scalar the file gives a whole number or a
+// duration with the parser the environment's values go through, and a
+// switch against the words YAML takes for one (yamlBools), and returns an
+// error for each that does not parse, naming its line, its
 // setting, its value and what would be valid (the YAML decoder names only a
 // Go type, and cuts 1.9 down to 1 for a whole number without a word). The
 // lines it reports are returned too, so that the decoder's own report of
