@@ -324,4 +324,7 @@ func TestAuditOfAStreamEveryReadLeft(t *testing.T) {
 	defer res2.Close()
 	assert.Empty(t, findings(t, res2))
 	assert.True(t, res2.Explained())
+	var out bytes.Buffer
+	require.NoError(t, res2.WriteJSON(&out))
+	assert.Contains(t, out.String(), `"by_reason_cause":[]`, "an empty list, as the others, not null")
 }

@@ -204,7 +204,11 @@ func (r *Result) Findings(fn func(Finding) error) error {
 // sequence) and "marked" (every replayed or purged read, with who, when,
 // why and the replay's sequence), streamed from the temporary files.
 func (r *Result) WriteJSON(w io.Writer) error {
-	sum, err := json.Marshal(r.Summary)
+	s := r.Summary
+	if s.ByReasonCause == nil {
+		s.ByReasonCause = []ReasonCause{} // [] for none, as the lists below
+	}
+	sum, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
@@ -266,7 +270,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		unsettled = fmt.Sprintf("oldest: seq %d at %s", o.Seq, stamp(o.Time))
 	}
 	fmt.Fprintf(tw, "not yet settled\t%d\t%s\n", s.Unsettled, unsettled)
-	fmt.Fprintf(tw, "missing\t%d\tsequences the stream no longer holds, in %d ranges\n", s.Missing, s.Findings[KindMissing])
+	ranges := "ranges"
+	if s.Findings[KindMissing] == 1 {
+		ranges = "range"
+	}
+	fmt.Fprintf(tw, "missing\t%d\tsequences the stream no longer holds, in %d %s\n", s.Missing, s.Findings[KindMissing], ranges)
 	if s.Findings[KindAgedOut] > 0 {
 		fmt.Fprintf(tw, "aged out\t%d\tsequences before the stream's first; see the finding\n", s.AgedOut)
 	}
