@@ -118,6 +118,9 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 			h[HeaderOriginalMsgID] = append([]string(nil), v...)
 		case ServerHeader(k):
 			dropped = append(dropped, k)
+		case slices.ContainsFunc(provenance, func(p string) bool { return strings.EqualFold(p, k) }):
+			// The copy's own, set below: an original's, in any case, would
+			// stand beside it (NATS header names are case-sensitive).
 		default:
 			h[k] = append([]string(nil), v...)
 		}
@@ -149,6 +152,10 @@ func Build(prefix string, e Entry, now time.Time) *nats.Msg {
 	set(nats.MsgIdHdr, MsgID(e.Stream, e.Sequence, e.PublishedAt))
 	return &nats.Msg{Subject: Subject(prefix, e.Subject), Header: h, Data: e.Data}
 }
+
+// provenance are the headers Build sets on every copy.
+var provenance = []string{HeaderReason, HeaderCause, HeaderError, HeaderStream, HeaderConsumer, HeaderSubject, HeaderSequence,
+	HeaderDeliveries, HeaderAttempts, HeaderPublishedAt, HeaderDeadLetteredAt, HeaderOriginalMsgID, HeaderDroppedHeaders}
 
 // ServerHeader reports whether nats-server acts on header k when a message
 // is published: every "Nats-" header (nats-server v2.15.2, server/stream.go:

@@ -186,3 +186,16 @@ func TestBuildStampsTheDecisionTime(t *testing.T) {
 	m = dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Subject: "meter.reads.r1"}, now)
 	assert.Equal(t, "2026-11-30T07:00:00.000000000Z", m.Header.Get(dlq.HeaderDeadLetteredAt))
 }
+
+// An original's header named as one the copy sets, in any case, gives way
+// to the copy's: the copy never carries two names that differ only in case.
+func TestBuildReplacesTheOriginalsProvenanceHeaders(t *testing.T) {
+	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	m := dlq.Build("meter.dlq", dlq.Entry{Reason: dlq.ReasonPermanent, Subject: "meter.reads.r1",
+		Header: nats.Header{"Dlq-Cause": {"spoof"}, "dlq-reason": {"spoof-lower"}, "Dlq-Replay-Count": {"2"}, "X-Head-End": {"he-1"}}}, now)
+	assert.Equal(t, []string{"permanent"}, m.Header[dlq.HeaderReason])
+	assert.NotContains(t, m.Header, "dlq-reason")
+	assert.Equal(t, []string{""}, m.Header[dlq.HeaderCause], "the entry's (none here), not the original's")
+	assert.Equal(t, []string{"2"}, m.Header["Dlq-Replay-Count"], "a replay's count is the original's to carry")
+	assert.Equal(t, []string{"he-1"}, m.Header["X-Head-End"])
+}
