@@ -235,7 +235,8 @@ func pairs(n *yaml.Node) [][2]*yaml.Node {
 
 // isLeaf reports whether path is the YAML path of a setting.
 func isLeaf(path string) bool {
-	return slices.ContainsFunc(settings, func(s setting) bool { return s.yaml == path && path != "" })
+	_, ok := settingAt(path)
+	return ok
 }
 
 // keysUnder returns the keys valid directly under prefix ("" or "a.b."), in

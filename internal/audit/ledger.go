@@ -26,8 +26,12 @@ const bom = "\ufeff"
 
 // LedgerColumns returns the header row of a CSV ledger, so that a column
 // named wrongly is refused before the audit walks the streams.
-func LedgerColumns(r io.Reader) ([]string, error) {
-	head, err := csv.NewReader(r).Read()
+func LedgerColumns(r io.Reader) ([]string, error) { return headerRow(csv.NewReader(r)) }
+
+// headerRow reads a CSV ledger's header row, without a byte order mark;
+// none (nil) for an empty ledger.
+func headerRow(r *csv.Reader) ([]string, error) {
+	head, err := r.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, nil
 	}
@@ -78,15 +82,12 @@ func readCSV(l Ledger, s *sorter) error {
 	r := csv.NewReader(l.R)
 	r.ReuseRecord = true
 	r.FieldsPerRecord = -1
-	head, err := r.Read()
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
+	head, err := headerRow(r)
 	if err != nil {
-		return fmt.Errorf("engine ledger %s: header row: %w", l.Name, err)
+		return fmt.Errorf("engine ledger %s: %w", l.Name, err)
 	}
-	if len(head) > 0 {
-		head[0] = strings.TrimPrefix(head[0], bom)
+	if head == nil {
+		return nil
 	}
 	col := slices.Index(head, l.Column)
 	if col < 0 {
