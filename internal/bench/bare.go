@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meterline/meter-consumer/internal/downstream"
@@ -41,9 +40,10 @@ type BareStats struct {
 // /proc figures can be read while it still runs.
 func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bare-consumer", flag.ContinueOnError)
+	e := &env{topo: productionTopology()}
+	fs.StringVar(&e.url, "nats-url", "", "NATS server URL")
+	fs.StringVar(&e.topo.Stream, "stream", e.topo.Stream, "stream")
 	var (
-		url     = fs.String("nats-url", "", "NATS server URL")
-		stream  = fs.String("stream", productionTopology().Stream, "stream")
 		durable = fs.String("durable", "", "durable consumer, already created")
 		post    = fs.String("url", "", "URL the bodies are posted to")
 		workers = fs.Int("workers", fanOutWorkers, "goroutines posting")
@@ -54,30 +54,21 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *url == "" || *durable == "" || *post == "" || *n < 1 || *workers < 1 || *pull < 1 {
+	if e.url == "" || *durable == "" || *post == "" || *n < 1 || *workers < 1 || *pull < 1 {
 		return errors.New("bare-consumer: --nats-url, --durable, --url, --n >= 1, --workers and --pull >= 1 are required")
 	}
-	nc, err := nats.Connect(*url, nats.Name("bench-bare-process"))
-	if err != nil {
-		return fmt.Errorf("bare-consumer: connect: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	nc, _, cons, err := connect(ctx, e, "bench-bare-process", *durable)
 	if err != nil {
 		return fmt.Errorf("bare-consumer: %w", err)
 	}
-	cons, err := js.Consumer(ctx, *stream, *durable)
-	if err != nil {
-		return fmt.Errorf("bare-consumer: durable %s: %w", *durable, err)
-	}
+	defer nc.Close()
 
 	var first, last runtime.MemStats
 	client := &http.Client{Transport: downstream.NewTransport(*workers)}
 	defer client.CloseIdleConnections()
 	var acked atomic.Int64
-	var firstOnce, lastOnce sync.Once
+	var firstOnce sync.Once
 	done := make(chan struct{})
-	readFirst := func() { runtime.ReadMemStats(&first) }
 	dispatch, stop := workerPool(*workers, func(m jetstream.Msg) {
 		r, err := meter.Decode(m.Data())
 		if err != nil {
@@ -89,13 +80,12 @@ func BareConsumer(ctx context.Context, args []string, stdout io.Writer) error {
 			return
 		}
 		_ = m.Ack()
-		k := acked.Add(1)
-		if k == 1 {
-			firstOnce.Do(readFirst)
-		}
-		if k == *n {
-			firstOnce.Do(readFirst) // waits for the first ack's reading
-			lastOnce.Do(func() { runtime.ReadMemStats(&last); close(done) })
+		if k := acked.Add(1); k == 1 || k == *n {
+			firstOnce.Do(func() { runtime.ReadMemStats(&first) }) // at the nth, waits for the first's reading
+			if k == *n {
+				runtime.ReadMemStats(&last)
+				close(done)
+			}
 		}
 	})
 	cc, err := cons.Consume(dispatch, jetstream.PullMaxMessages(*pull))

@@ -3,14 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
@@ -27,7 +22,7 @@ type keyEngine struct {
 // keyCounts are the calls of one pass, by read index.
 type keyCounts struct {
 	calls      []atomic.Int32
-	mismatched atomic.Int64 // a key of no read of the pass, or a body without its meter id
+	mismatched atomic.Int64
 }
 
 // KeyTally is what the engine saw of one pass.
@@ -38,14 +33,13 @@ type KeyTally struct {
 	Mismatched int64 `json:"mismatched"`      // a key of no read, or a body without its key's meter id
 }
 
-func startKeyEngine() (*keyEngine, error) {
+func startKeyEngine(ctx context.Context) (*keyEngine, error) {
 	k := &keyEngine{}
-	eng, err := simengine.New(simengine.Options{Keep: func(string) bool { return false }, Check: k.check})
+	srv, err := serveEngine(ctx, simengine.Options{Keep: func(string) bool { return false }, Check: k.check})
 	if err != nil {
-		return nil, fmt.Errorf("key engine: %w", err)
+		return nil, err
 	}
-	k.Server = simengine.NewServer(eng)
-	k.URL = k.Server.URL + "/reads"
+	k.Server, k.URL = srv, srv.URL+"/reads"
 	return k, nil
 }
 
@@ -78,45 +72,14 @@ func (k *keyEngine) check(r *http.Request, body []byte) error {
 func (c *keyCounts) tally() KeyTally {
 	t := KeyTally{Mismatched: c.mismatched.Load()}
 	for i := range c.calls {
-		switch n := c.calls[i].Load(); {
+		n := c.calls[i].Load()
+		t.Calls += int64(n)
+		switch {
 		case n == 0:
 			t.Missed++
 		case n > 1:
 			t.Duplicated++
 		}
-		t.Calls += int64(c.calls[i].Load())
 	}
 	return t
-}
-
-// memCounters are a Go process's allocations and GC cycles so far.
-type memCounters struct{ mallocs, bytes, gcs float64 }
-
-// scrapeMemCounters reads go_memstats_mallocs_total,
-// go_memstats_alloc_bytes_total and go_gc_duration_seconds_count from the
-// product's /metrics at addr.
-func scrapeMemCounters(ctx context.Context, addr string) (memCounters, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return memCounters{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return memCounters{}, fmt.Errorf("metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return memCounters{}, fmt.Errorf("metrics: %w", err)
-	}
-	mallocs, alloc, gcs := mfs["go_memstats_mallocs_total"], mfs["go_memstats_alloc_bytes_total"], mfs["go_gc_duration_seconds"]
-	if len(mallocs.GetMetric()) == 0 || len(alloc.GetMetric()) == 0 || len(gcs.GetMetric()) == 0 {
-		return memCounters{}, fmt.Errorf("metrics at %s: go_memstats_mallocs_total, go_memstats_alloc_bytes_total or go_gc_duration_seconds missing", addr)
-	}
-	m := memCounters{mallocs: mallocs.GetMetric()[0].GetCounter().GetValue(), bytes: alloc.GetMetric()[0].GetCounter().GetValue(),
-		gcs: float64(gcs.GetMetric()[0].GetSummary().GetSampleCount())}
-	return m, nil
 }

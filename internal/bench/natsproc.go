@@ -20,48 +20,31 @@ import (
 // JetStream storing in a temporary directory: the server of the process
 // scenario, outside the bench's own process as a deployment's is.
 type natsProc struct {
-	cmd     *exec.Cmd
-	dir     string
-	url     string
-	version string
-	stderr  *tail
-	exited  chan error
+	*child
+	dir, url, version string
 }
 
 // startNATSProc starts bin with JetStream on a free loopback port and waits
-// until JetStream answers.
+// until JetStream answers an account info request.
 func startNATSProc(ctx context.Context, bin string) (*natsProc, error) {
 	v, err := exec.CommandContext(ctx, bin, "--version").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --version: %w", bin, err)
 	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "meter-bench-nats-*")
 	if err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
-	addr, err := freeAddr()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
 	host, port, _ := net.SplitHostPort(addr)
-	p := &natsProc{dir: dir, url: "nats://" + addr, version: strings.TrimSpace(string(v)), stderr: &tail{max: 8 << 10}, exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", dir)
-	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	p := &natsProc{dir: dir, url: "nats://" + addr, version: strings.TrimSpace(string(v))}
+	if p.child, err = startChild(exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", dir)); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	if err := p.ready(ctx, 10*time.Second); err != nil {
-		return nil, errors.Join(err, p.close())
-	}
-	return p, nil
-}
-
-// ready connects until JetStream answers an account info request.
-func (p *natsProc) ready(ctx context.Context, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
 		if nc, err := nats.Connect(p.url, nats.Timeout(time.Second)); err == nil {
@@ -71,34 +54,24 @@ func (p *natsProc) ready(ctx context.Context, within time.Duration) error {
 			}
 			nc.Close()
 			if jerr == nil {
-				return nil
+				return p, nil
 			}
 		}
 		select {
-		case err := <-p.exited:
-			p.exited <- err
-			return fmt.Errorf("nats-server exited at start (%v): %s", err, p.stderr)
+		case <-p.exited:
+			return nil, errors.Join(fmt.Errorf("nats-server exited at start (%v): %s", p.err, p.out), p.close())
 		case <-ctx.Done():
-			return fmt.Errorf("nats-server not ready in %s: %s", within, p.stderr)
+			return nil, errors.Join(fmt.Errorf("nats-server not ready in 10s: %s", p.out), p.close())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-func (p *natsProc) pid() int { return p.cmd.Process.Pid }
-
 // close stops the server with SIGTERM (killed after 10s) and removes its
 // store.
 func (p *natsProc) close() error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	var err error
-	select {
-	case err = <-p.exited:
-		p.exited <- err
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		err = fmt.Errorf("nats-server killed after 10s: %w", <-p.exited)
-	}
+	_ = p.Process.Signal(syscall.SIGTERM)
+	err := p.wait(10 * time.Second)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
 		err = nil // stopped by the signal it was sent
@@ -113,11 +86,8 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("free port: %w", err)
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	return addr, nil
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // BuildConsumer builds the consumer binary (cmd/consumer of the module the

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -33,9 +34,7 @@ func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
+	t.b = t.b[max(0, len(t.b)-t.max):]
 	return len(p), nil
 }
 
@@ -67,4 +66,44 @@ func sampleProc(pid int) (procSample, error) {
 		return procSample{}, fmt.Errorf("proc io: %w", err)
 	}
 	return procSample{cpu: time.Duration(st.CPUTime() * float64(time.Second)), syscalls: int64(io.SyscR + io.SyscW)}, nil
+}
+
+// child is a process the bench started, its output's end kept for errors.
+type child struct {
+	*exec.Cmd
+	out    *tail
+	exited chan struct{} // closed once err is Wait's
+	err    error
+}
+
+// startChild starts cmd with its stderr, and its stdout unless set, in
+// c.out.
+func startChild(cmd *exec.Cmd) (*child, error) {
+	c := &child{Cmd: cmd, out: &tail{max: 8 << 10}, exited: make(chan struct{})}
+	if cmd.Stdout == nil {
+		cmd.Stdout = c.out
+	}
+	cmd.Stderr = c.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	go func() { c.err = cmd.Wait(); close(c.exited) }()
+	return c, nil
+}
+
+// wait waits for the process to exit, and kills it after within.
+func (c *child) wait(within time.Duration) error {
+	select {
+	case <-c.exited:
+		return c.err
+	case <-time.After(within):
+		c.kill()
+		return fmt.Errorf("killed after %s: %w", within, c.err)
+	}
+}
+
+// kill kills the process if it still runs, and waits for it.
+func (c *child) kill() {
+	_ = c.Process.Kill()
+	<-c.exited
 }

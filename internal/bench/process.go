@@ -6,28 +6,30 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
-// processWorkers is the calls at once of both processes: the product's
-// --concurrency and the bare consumer's workers.
-const processWorkers = 32
+const (
+	// processWorkers is the calls at once of both processes: the product's
+	// --concurrency and the bare consumer's --workers.
+	processWorkers = 32
+	// processBarePull is the bare consumer's PullMaxMessages; the product
+	// pulls what its defaults derive.
+	processBarePull = 500
+	// processTarget is the product's reads/s over the bare's, median of the
+	// rounds, that the scenario asks for.
+	processTarget = 0.85
+	// processHWM is the most the binary's VmHWM may reach in any round: a
+	// replica's memory target (docs/OPERATIONS.md), bounded by the pull and
+	// the reads in flight, not by the backlog.
+	processHWM      = 64 << 20
+	processBodySize = 300
+)
 
-// processBarePull is the bare consumer's PullMaxMessages; the product pulls
-// what its defaults derive.
-const processBarePull = 500
-
-// processTarget is the product's reads/s over the bare process's, median of
-// the rounds, that the scenario asks for.
-const processTarget = 0.85
-
-// processHWM is the most the binary's resident set (VmHWM) may reach in any
-// round: a replica's memory target (docs/OPERATIONS.md). Resident memory is
-// bounded by the pull and the reads in flight, not by the backlog.
-const processHWM = 64 << 20
-
-// processBodySize is the size of the process scenario's reads.
-const processBodySize = 300
+// passName names a pass of the process scenario by whether it runs the
+// product.
+var passName = map[bool]string{false: "bare", true: "product"}
 
 // Process compares the product binary with the bare consumer, each run as a
 // process of its own, one after the other (bare first in odd rounds, the
@@ -60,13 +62,8 @@ func spanOf(v []float64) Span {
 	if len(v) == 0 {
 		return Span{}
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return Span{Median: m, Min: s[0], Max: s[len(s)-1]}
+	s := slices.Sorted(slices.Values(v))
+	return Span{Median: (s[(len(s)-1)/2] + s[len(s)/2]) / 2, Min: s[0], Max: s[len(s)-1]}
 }
 
 // ProcessRun is one process draining one backlog. The window is from the
@@ -89,19 +86,20 @@ type ProcessRun struct {
 	AllocBytes  float64       `json:"alloc_bytes_per_read"`
 	GCPer1000   float64       `json:"gc_cycles_per_1000_reads"`
 	HWM         int64         `json:"vm_hwm_bytes"`
-	// ServerCPUMicros and ServerSyscalls are the nats-server process's over
-	// the same window.
-	ServerCPUMicros float64 `json:"server_cpu_us_per_read"`
-	ServerSyscalls  float64 `json:"server_syscalls_per_read"`
-	// BenchCPUMicros is the bench process's over the same window: the
-	// engine, and the polling of the durable.
-	BenchCPUMicros float64  `json:"bench_cpu_us_per_read"`
-	Engine         KeyTally `json:"engine"`
-	Exit           string   `json:"exit"` // after SIGTERM
+	// The nats-server's and the bench's (the engine, the polling of the
+	// durable) over the same window.
+	ServerCPUMicros float64  `json:"server_cpu_us_per_read"`
+	ServerSyscalls  float64  `json:"server_syscalls_per_read"`
+	BenchCPUMicros  float64  `json:"bench_cpu_us_per_read"`
+	Engine          KeyTally `json:"engine"`
+	Exit            string   `json:"exit"` // after SIGTERM
 }
 
+// runProcess runs cfg.ProcessRounds rounds of the process scenario, or says
+// why it skipped them.
 func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 	out = &Process{N: cfg.ProcessN, Rounds: cfg.ProcessRounds, BodyBytes: len(processBody(0))}
+	_, perr := sampleProc(os.Getpid())
 	switch {
 	case cfg.NATSServer == "":
 		out.Skipped = "no nats-server binary"
@@ -109,8 +107,7 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 		out.Skipped = "no consumer binary"
 	case len(cfg.Bare) == 0:
 		out.Skipped = "no bare consumer command"
-	}
-	if _, perr := sampleProc(os.Getpid()); perr != nil && out.Skipped == "" {
+	case perr != nil:
 		out.Skipped = "no /proc: " + perr.Error()
 	}
 	if out.Skipped != "" {
@@ -128,8 +125,7 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 		return nil, err
 	}
 	defer e.close()
-	var eng *keyEngine
-	labelled(ctx, sideDownstream, func(context.Context) { eng, err = startKeyEngine() })
+	eng, err := startKeyEngine(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,18 +135,13 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 	for round := range cfg.ProcessRounds {
 		// The order alternates, round by round, so that a drift of the
 		// machine (a store that grows, a neighbour's load) favours neither.
-		var b, o ProcessRun
+		runs := map[bool]ProcessRun{}
 		for _, product := range []bool{round%2 == 1, round%2 == 0} {
-			r, err := p.run(ctx, product, round)
-			if err != nil {
-				return nil, fmt.Errorf("%s, round %d: %w", map[bool]string{false: "bare", true: "product"}[product], round+1, err)
-			}
-			if product {
-				o = r
-			} else {
-				b = r
+			if runs[product], err = p.run(ctx, product, round); err != nil {
+				return nil, fmt.Errorf("%s, round %d: %w", passName[product], round+1, err)
 			}
 		}
+		b, o := runs[false], runs[true]
 		out.Bare, out.Product = append(out.Bare, b), append(out.Product, o)
 		out.Ratios = append(out.Ratios, o.ReadsPerSec/b.ReadsPerSec)
 		cfg.progress("process round %d: bare %.0f/s %.1f µs %.1f allocs/read, product %.0f/s %.1f µs %.1f allocs/read, ratio %.2f",
@@ -158,10 +149,7 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 	}
 	out.Ratio = spanOf(out.Ratios)
 	out.Met = out.Ratio.Median >= processTarget
-	out.HWMMet = len(out.Product) > 0
-	for _, r := range out.Product {
-		out.HWMMet = out.HWMMet && r.HWM > 0 && r.HWM <= processHWM
-	}
+	out.HWMMet = len(out.Product) > 0 && !slices.ContainsFunc(out.Product, func(r ProcessRun) bool { return r.HWM <= 0 || r.HWM > processHWM })
 	return out, nil
 }
 
@@ -170,8 +158,6 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 func processBody(i int) []byte {
 	b := Body(i)
 	b = append(b[:len(b)-1], `,"note":"`...)
-	for len(b) < processBodySize-2 {
-		b = append(b, 'x')
-	}
+	b = append(b, strings.Repeat("x", max(0, processBodySize-2-len(b)))...)
 	return append(b, `"}`...)
 }

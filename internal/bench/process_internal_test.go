@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"io"
 	"os"
 	"testing"
 
@@ -42,4 +43,9 @@ func TestSampleProc(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, b.cpu, a.cpu)
 	assert.Greater(t, b.syscalls, a.syscalls, "1000 reads are syscalls")
+}
+
+func TestBareConsumerNeedsItsFlags(t *testing.T) {
+	err := BareConsumer(t.Context(), []string{"--nats-url", "nats://127.0.0.1:1"}, io.Discard)
+	assert.ErrorContains(t, err, "are required")
 }

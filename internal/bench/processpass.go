@@ -12,8 +12,12 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // processPass runs one process of the process scenario over a fresh
@@ -27,11 +31,14 @@ type processPass struct {
 
 // window is what a pass reads at either end of its window.
 type window struct {
-	at               time.Time
-	floor            uint64
-	proc, srv, bench procSample
-	mem              memCounters // the product's, from /metrics
+	at    time.Time
+	floor uint64
+	procs [3]procSample // the consumer's, the nats-server's, the bench's
+	mem   memCounters   // the product's, from /metrics
 }
+
+// memCounters are a Go process's allocations and GC cycles so far.
+type memCounters struct{ mallocs, bytes, gcs float64 }
 
 // run publishes cfg.ProcessN reads on fresh streams, starts the bare
 // consumer or the product binary on a fresh durable, polls the durable's
@@ -39,13 +46,9 @@ type window struct {
 // and stops the process with SIGTERM.
 func (p processPass) run(ctx context.Context, product bool, round int) (ProcessRun, error) {
 	var r ProcessRun
-	n, e := p.cfg.ProcessN, p.e
+	n, e, name := p.cfg.ProcessN, p.e, passName[product]
 	if err := e.reset(ctx); err != nil {
 		return r, err
-	}
-	name := "bare"
-	if product {
-		name = "product"
 	}
 	durable := fmt.Sprintf("process-%s-%d", name, round)
 	cons, err := e.durable(ctx, durable, 0)
@@ -61,6 +64,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	tally := p.eng.expect(n)
 
 	var cmd *exec.Cmd
+	var stdout bytes.Buffer
 	var metricsAddr, pprofAddr string
 	if product {
 		if metricsAddr, err = freeAddr(); err != nil {
@@ -81,57 +85,43 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 			"--n", strconv.Itoa(n), "--linger")
 		cmd = exec.Command(p.cfg.Bare[0], args...)
 		cmd.Env = append(os.Environ(), p.cfg.BareEnv...)
+		cmd.Stdout = &stdout // its BareStats line
 	}
-	var stdout bytes.Buffer
-	stderr := &tail{max: 8 << 10}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	if product {
-		cmd.Stdout = stderr
-	}
-	begin := window{floor: 0}
-	if begin.srv, err = sampleProc(p.srv.pid()); err != nil {
-		return r, err
-	}
-	if begin.bench, err = sampleProc(os.Getpid()); err != nil {
-		return r, err
-	}
-	begin.at = time.Now()
-	if err := cmd.Start(); err != nil {
-		return r, fmt.Errorf("start %s: %w", cmd.Path, err)
-	}
-	exited := make(chan struct{}) // closed once exitErr is set
-	var exitErr error
-	go func() { exitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Kill() // if it still runs
-		<-exited
-	}()
 
-	sample := func(w *window) error {
-		var err error
-		if w.proc, err = sampleProc(cmd.Process.Pid); err != nil {
-			return err
+	pids := []int{0, p.srv.Process.Pid, os.Getpid()} // the consumer's once it runs
+	sample := func(w *window) (err error) {
+		for i, pid := range pids {
+			if pid != 0 {
+				if w.procs[i], err = sampleProc(pid); err != nil {
+					return err
+				}
+			}
 		}
-		if w.srv, err = sampleProc(p.srv.pid()); err != nil {
-			return err
-		}
-		if w.bench, err = sampleProc(os.Getpid()); err != nil {
-			return err
-		}
-		if product {
+		if product && pids[0] != 0 {
 			w.mem, err = scrapeMemCounters(ctx, metricsAddr)
 		}
 		return err
 	}
+	var begin window
+	if err := sample(&begin); err != nil {
+		return r, err
+	}
+	begin.at = time.Now()
+	c, err := startChild(cmd)
+	if err != nil {
+		return r, err
+	}
+	defer c.kill()
+	pids[0] = c.Process.Pid
+
 	var first, end *window
-	none := make(chan error, 1)
-	none <- nil
-	var profiled <-chan error = none
+	var profiling sync.WaitGroup
+	var profileErr error
 	ctx, cancel := context.WithTimeout(ctx, drainTimeout(n))
 	defer cancel()
 	// A window opens at the first floor read that moved, and closes at the
 	// one that reached the last read.
-	_, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, exited, func(floor uint64) error {
+	_, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, c.exited, func(floor uint64) error {
 		if floor < last && (first != nil || floor == 0) {
 			return nil
 		}
@@ -145,15 +135,15 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		}
 		first = w
 		if pprofAddr != "" {
-			profiled = p.profile(ctx, pprofAddr, round)
+			profiling.Go(func() { profileErr = p.profile(ctx, pprofAddr, round) })
 		}
 		return nil
 	})
 	switch {
 	case errors.Is(err, errEnded):
-		return r, fmt.Errorf("%s exited before the backlog was acked (%v); stderr: %s", name, exitErr, stderr)
+		return r, fmt.Errorf("%s exited before the backlog was acked (%v); stderr: %s", name, c.err, c.out)
 	case err != nil:
-		return r, fmt.Errorf("drain: %w; stderr: %s", err, stderr)
+		return r, fmt.Errorf("drain: %w; stderr: %s", err, c.out)
 	}
 	r.From = "first ack"
 	if first == nil {
@@ -163,80 +153,93 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	reads := float64(r.WindowReads)
 	r.ReadsPerSec = reads / r.Window.Seconds()
 	r.StartToEnd = float64(n) / end.at.Sub(begin.at).Seconds()
-	r.CPUMicros = float64((end.proc.cpu - first.proc.cpu).Microseconds()) / reads
-	r.Syscalls = float64(end.proc.syscalls-first.proc.syscalls) / reads
-	r.ServerCPUMicros = float64((end.srv.cpu - first.srv.cpu).Microseconds()) / reads
-	r.ServerSyscalls = float64(end.srv.syscalls-first.srv.syscalls) / reads
-	r.BenchCPUMicros = float64((end.bench.cpu - first.bench.cpu).Microseconds()) / reads
-	if product {
-		r.Mallocs = (end.mem.mallocs - first.mem.mallocs) / reads
-		r.AllocBytes = (end.mem.bytes - first.mem.bytes) / reads
-		r.GCPer1000 = 1000 * (end.mem.gcs - first.mem.gcs) / reads
+	per := func(i int) (cpuMicros, syscalls float64) {
+		a, b := first.procs[i], end.procs[i]
+		return float64((b.cpu - a.cpu).Microseconds()) / reads, float64(b.syscalls-a.syscalls) / reads
 	}
-	if r.HWM, err = vmHWM(cmd.Process.Pid); err != nil {
+	r.CPUMicros, r.Syscalls = per(0)
+	r.ServerCPUMicros, r.ServerSyscalls = per(1)
+	r.BenchCPUMicros, _ = per(2)
+	mem, over := memCounters{end.mem.mallocs - first.mem.mallocs, end.mem.bytes - first.mem.bytes, end.mem.gcs - first.mem.gcs}, reads
+	if r.HWM, err = vmHWM(c.Process.Pid); err != nil {
 		return r, err
 	}
-	if err := <-profiled; err != nil {
-		return r, fmt.Errorf("profile: %w", err)
+	if profiling.Wait(); profileErr != nil {
+		return r, fmt.Errorf("profile: %w", profileErr)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
 		return r, fmt.Errorf("SIGTERM: %w", err)
 	}
-	select {
-	case <-exited:
-		err = exitErr
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-		err = fmt.Errorf("killed after 30s: %w", exitErr)
-	}
 	r.Exit = "exit status 0"
-	if err != nil {
+	if err := c.wait(30 * time.Second); err != nil {
 		r.Exit = err.Error()
 	}
 	r.Engine = tally.tally()
 	if !product {
+		// The bare counts its allocations itself, from its first ack to its
+		// last.
 		var st BareStats
 		if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &st); err != nil {
-			return r, fmt.Errorf("bare consumer's stats line %q: %w; stderr: %s", stdout.String(), err, stderr)
+			return r, fmt.Errorf("bare consumer's stats line %q: %w; stderr: %s", stdout.String(), err, c.out)
 		}
-		if st.Window > 0 {
-			r.Mallocs = float64(st.Mallocs) / float64(st.Window)
-			r.AllocBytes = float64(st.Bytes) / float64(st.Window)
-			r.GCPer1000 = 1000 * float64(st.NumGC) / float64(st.Window)
-		}
+		mem, over = memCounters{float64(st.Mallocs), float64(st.Bytes), float64(st.NumGC)}, float64(st.Window)
+	}
+	if over > 0 {
+		r.Mallocs, r.AllocBytes, r.GCPer1000 = mem.mallocs/over, mem.bytes/over, 1000*mem.gcs/over
 	}
 	return r, nil
 }
 
 // profile fetches a CPU profile of the product from its pprof server over
-// the next ProcessProfileFor and writes it to <ProcessProfile>-<round>.pprof;
-// the channel gets the outcome.
-func (p processPass) profile(ctx context.Context, addr string, round int) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(p.cfg.ProcessProfileFor.Seconds()))
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			done <- err
-			return
+// the next ProcessProfileFor and writes it to <ProcessProfile>-<round>.pprof.
+func (p processPass) profile(ctx context.Context, addr string, round int) error {
+	b, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(p.cfg.ProcessProfileFor.Seconds())))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(fmt.Sprintf("%s-%d.pprof", p.cfg.ProcessProfile, round+1), b, 0o644)
+}
+
+// scrapeMemCounters reads go_memstats_mallocs_total,
+// go_memstats_alloc_bytes_total and go_gc_duration_seconds_count from the
+// product's /metrics at addr.
+func scrapeMemCounters(ctx context.Context, addr string) (m memCounters, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	b, err := httpGet(ctx, "http://"+addr+"/metrics")
+	if err != nil {
+		return m, fmt.Errorf("metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return m, fmt.Errorf("metrics: %w", err)
+	}
+	for name, v := range map[string]*float64{"go_memstats_mallocs_total": &m.mallocs, "go_memstats_alloc_bytes_total": &m.bytes, "go_gc_duration_seconds": &m.gcs} {
+		ms := mfs[name].GetMetric()
+		if len(ms) == 0 {
+			return memCounters{}, fmt.Errorf("metrics at %s: %s missing", addr, name)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			done <- fmt.Errorf("%s: %s", url, resp.Status)
-			return
-		}
-		b, err := io.ReadAll(resp.Body)
-		if err == nil {
-			err = os.WriteFile(fmt.Sprintf("%s-%d.pprof", p.cfg.ProcessProfile, round+1), b, 0o644)
-		}
-		done <- err
-	}()
-	return done
+		// A counter has no summary and the reverse: the sum is the one there is.
+		*v = ms[0].GetCounter().GetValue() + float64(ms[0].GetSummary().GetSampleCount())
+	}
+	return m, nil
+}
+
+// httpGet is url's body; a status other than 200 is an error.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }

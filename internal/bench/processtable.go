@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -11,17 +12,24 @@ func (p *Process) rows() []Row {
 	if p.Skipped != "" {
 		return []Row{{Scenario: "process", Measure: "skipped: " + p.Skipped}}
 	}
-	var rows []Row
-	add := func(row Row) { rows = append(rows, row) }
 	name := fmt.Sprintf("process, %d reads of %d B, %d rounds", p.N, p.BodyBytes, p.Rounds)
 	b, o := p.Bare, p.Product
-	rps := func(r ProcessRun) float64 { return r.ReadsPerSec }
-	add(Row{Scenario: name, Measure: "reads/s, first ack to the last acked; median (min-max) of the rounds",
-		Baseline: "bare process " + spanText(b, rps, "%.0f/s"), Ours: spanText(o, rps, "%.0f/s"), Ratio: ratio(p.Ratio.Median),
-		Target: fmt.Sprintf(">= %.2f", processTarget), Met: met(p.Met)})
-	add(Row{Scenario: name, Measure: "ours/bare reads/s, round by round; median (min-max)", Ours: ratios(p.Ratios),
-		Ratio: fmt.Sprintf("%.2f (%.2f-%.2f)", p.Ratio.Median, p.Ratio.Min, p.Ratio.Max)})
-	add(Row{Scenario: name, Measure: "every run, reads/s (start to end)", Baseline: everyRun(b), Ours: everyRun(o)})
+	// figure is a figure's row: its median (min-max) over the rounds, the
+	// bare's and ours.
+	figure := func(measure, format string, of func(ProcessRun) float64) Row {
+		return Row{Scenario: name, Measure: measure + "; median (min-max)", Baseline: spanText(b, of, format), Ours: spanText(o, of, format)}
+	}
+	first := figure("reads/s, first ack to the last acked", "%.0f/s", func(r ProcessRun) float64 { return r.ReadsPerSec })
+	first.Measure += " of the rounds"
+	first.Baseline = "bare process " + first.Baseline
+	first.Ratio, first.Target, first.Met = ratio(p.Ratio.Median), fmt.Sprintf(">= %.2f", processTarget), met(p.Met)
+	everyRun := func(r ProcessRun) string { return fmt.Sprintf("%.0f (%.0f)", r.ReadsPerSec, r.StartToEnd) }
+	rows := []Row{first,
+		{Scenario: name, Measure: "ours/bare reads/s, round by round; median (min-max)", Ours: strings.Join(mapped(p.Ratios, ratio), ", "),
+			Ratio: fmt.Sprintf("%.2f (%.2f-%.2f)", p.Ratio.Median, p.Ratio.Min, p.Ratio.Max)},
+		{Scenario: name, Measure: "every run, reads/s (start to end)",
+			Baseline: strings.Join(mapped(b, everyRun), ", "), Ours: strings.Join(mapped(o, everyRun), ", ")},
+	}
 	for _, f := range []struct {
 		measure, format string
 		of              func(ProcessRun) float64
@@ -38,52 +46,32 @@ func (p *Process) rows() []Row {
 			return r.CPUMicros + r.ServerCPUMicros + r.BenchCPUMicros
 		}},
 	} {
-		mb, mo := spanOf(figures(b, f.of)).Median, spanOf(figures(o, f.of)).Median
-		r := ""
-		if mb > 0 {
-			r = ratio(mo / mb)
+		row := figure(f.measure, f.format, f.of)
+		if mb := spanOf(mapped(b, f.of)).Median; mb > 0 {
+			row.Ratio = ratio(spanOf(mapped(o, f.of)).Median / mb)
 		}
-		add(Row{Scenario: name, Measure: f.measure + "; median (min-max)", Baseline: spanText(b, f.of, f.format), Ours: spanText(o, f.of, f.format), Ratio: r})
+		rows = append(rows, row)
 	}
-	startup := func(r ProcessRun) float64 { return float64(r.Startup.Microseconds()) / 1e3 }
-	hwm := func(r ProcessRun) float64 { return float64(r.HWM) / (1 << 20) }
-	add(Row{Scenario: name, Measure: "start to the first ack; median (min-max)",
-		Baseline: spanText(b, startup, "%.0f ms"), Ours: spanText(o, startup, "%.0f ms")})
-	add(Row{Scenario: name, Measure: "VmHWM (/proc/<pid>/status) at the end; median (min-max); the target on the largest",
-		Baseline: spanText(b, hwm, "%.1f MiB"), Ours: spanText(o, hwm, "%.1f MiB"),
-		Target: fmt.Sprintf("<= %d MiB", processHWM>>20), Met: met(p.HWMMet)})
-	add(Row{Scenario: name, Measure: "engine, all rounds: calls; keys called twice or more / never; bodies without their key; exit after SIGTERM",
-		Baseline: engineText(b), Ours: engineText(o)})
-	return rows
+	hwm := figure("VmHWM (/proc/<pid>/status) at the end", "%.1f MiB", func(r ProcessRun) float64 { return float64(r.HWM) / (1 << 20) })
+	hwm.Measure += "; the target on the largest"
+	hwm.Target, hwm.Met = fmt.Sprintf("<= %d MiB", processHWM>>20), met(p.HWMMet)
+	return append(rows, figure("start to the first ack", "%.0f ms", func(r ProcessRun) float64 { return float64(r.Startup.Microseconds()) / 1e3 }), hwm,
+		Row{Scenario: name, Measure: "engine, all rounds: calls; keys called twice or more / never; bodies without their key; exit after SIGTERM",
+			Baseline: engineText(b), Ours: engineText(o)})
 }
 
-func figures(runs []ProcessRun, of func(ProcessRun) float64) []float64 {
-	v := make([]float64, len(runs))
-	for i, r := range runs {
-		v[i] = of(r)
+// mapped is f of each element of v.
+func mapped[T, U any](v []T, f func(T) U) []U {
+	out := make([]U, len(v))
+	for i, x := range v {
+		out[i] = f(x)
 	}
-	return v
+	return out
 }
 
 func spanText(runs []ProcessRun, of func(ProcessRun) float64, format string) string {
-	s := spanOf(figures(runs, of))
+	s := spanOf(mapped(runs, of))
 	return fmt.Sprintf(format+" ("+format+"-"+format+")", s.Median, s.Min, s.Max)
-}
-
-func ratios(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = ratio(x)
-	}
-	return strings.Join(s, ", ")
-}
-
-func everyRun(runs []ProcessRun) string {
-	s := make([]string, len(runs))
-	for i, r := range runs {
-		s[i] = fmt.Sprintf("%.0f (%.0f)", r.ReadsPerSec, r.StartToEnd)
-	}
-	return strings.Join(s, ", ")
 }
 
 func engineText(runs []ProcessRun) string {
@@ -96,10 +84,7 @@ func engineText(runs []ProcessRun) string {
 		t.Mismatched += r.Engine.Mismatched
 		exits[r.Exit]++
 	}
-	ex := make([]string, 0, len(exits))
-	for e, n := range exits {
-		ex = append(ex, fmt.Sprintf("%s x%d", e, n))
-	}
+	ex := mapped(slices.Collect(maps.Keys(exits)), func(e string) string { return fmt.Sprintf("%s x%d", e, exits[e]) })
 	slices.Sort(ex)
 	return fmt.Sprintf("%d; %d / %d; %d; %s", t.Calls, t.Duplicated, t.Missed, t.Mismatched, strings.Join(ex, ", "))
 }
