@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
@@ -22,57 +24,49 @@ func serveEngine(ctx context.Context, o simengine.Options) (*simengine.Server, e
 	return srv, nil
 }
 
-// capacityOf is the calls a second an engine of o serves: Servers /
-// ServiceTime.
+// capacityOf is the calls a second an engine of o serves.
 func capacityOf(o simengine.Options) float64 { return float64(o.Servers) / o.ServiceTime.Seconds() }
 
-// FleetRun is how one fleet drained the backlog.
+// FleetRun is how one fleet drained its traffic: the engine's totals and
+// the sums of the fleet's counters (meter_consumer_*).
 type FleetRun struct {
 	Drained bool `json:"drained"` // every read settled before the deadline
-	// Elapsed is from the start of the fleet to the last read settled, or
-	// to the deadline.
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	Billed    int64         `json:"billed"`
-	Goodput   float64       `json:"goodput_per_sec"` // Billed / Elapsed
-	Calls     int64         `json:"calls"`
-	Shed      int64         `json:"shed"`
-	ShedShare float64       `json:"shed_share"` // Shed / Calls
-	// DeadLetters by reason (permanent, exhausted, expired), the fleet's
-	// meter_consumer_dead_letters_total.
-	DeadLetters   map[string]int `json:"dead_letters"`
-	BreakerOpened int            `json:"breaker_opened"` // transitions to open, the fleet's sum
+	// Elapsed is from the fleet's start to the last read settled, or to
+	// the deadline.
+	Elapsed       time.Duration  `json:"elapsed_ns"`
+	Billed        int64          `json:"billed"`
+	Goodput       float64        `json:"goodput_per_sec"` // Billed / Elapsed
+	Calls         int64          `json:"calls"`
+	Shed          int64          `json:"shed"`
+	ShedShare     float64        `json:"shed_share"`     // Shed / Calls
+	DeadLetters   map[string]int `json:"dead_letters"`   // by reason: permanent, exhausted, expired
+	BreakerOpened int            `json:"breaker_opened"` // transitions to open
 	RetriesSpent  int            `json:"retries_spent"`
 	RetriesDenied int            `json:"retries_denied"`
-	// Diagnostics are the fleet's sums of the counters that explain a read
-	// called more or fewer times than its attempts (those not zero): failed
-	// calls not charged (uncharged_<why>), records not read or written
-	// (record_errors_<op>), deliveries dropped for a lost lease, hand-backs
-	// and settlements that failed.
+	// Diagnostics are the counters, not zero, that explain a read called
+	// more or fewer times than its attempts: failed calls not charged
+	// (uncharged_<why>), records not read or written (record_errors_<op>),
+	// deliveries dropped for a lost lease, hand-backs and failed settlements.
 	Diagnostics map[string]int `json:"diagnostics,omitempty"`
-	// LimitMedian is the median of the fleet's summed limit, sampled every
-	// 100ms while draining.
-	LimitMedian int `json:"limit_sum_median"`
-	// Pauses is the fleet's meter_consumer_engine_pauses_total: its pauses
-	// of every call on a Retry-After.
-	Pauses int `json:"pauses"`
+	LimitMedian int            `json:"limit_sum_median"` // of the summed limit, sampled every 100ms
+	Pauses      int            `json:"pauses"`           // of every call on a Retry-After (engine_pauses_total)
 
 	started time.Time // when the fleet's time started: before it connects
 }
 
 // deadLettered is the total of DeadLetters.
-func (r FleetRun) deadLettered() int {
-	n := 0
+func (r FleetRun) deadLettered() (n int) {
 	for _, v := range r.DeadLetters {
 		n += v
 	}
 	return n
 }
 
-// traffic is what a variant drains: a backlog of reads 0..backlog-1 published
-// before it starts, then what then publishes once it runs (reads
-// backlog.. on: a paced trickle, or a second phase), returning the stream
-// sequence of its last read (0 for none). The variant is done when every
-// read is settled or, with done, as soon as the engine's Stats satisfy it.
+// traffic is what a variant drains: a backlog of reads 0..backlog-1
+// published before it starts, then what then publishes once it runs (a
+// paced trickle, or a second phase), returning the stream sequence of its
+// last read (0 for none). The variant is done when every read is settled
+// or, with done, as soon as the engine's Stats satisfy it.
 type traffic struct {
 	backlog int
 	pending int // the durable's MaxAckPending (0: the production 10,000)
@@ -81,7 +75,7 @@ type traffic struct {
 }
 
 // pass is when a variant started draining, for how long, and whether it
-// was done before the deadline.
+// was done in time.
 type pass struct {
 	started time.Time
 	elapsed time.Duration
@@ -142,64 +136,59 @@ func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, long
 	return p, err
 }
 
-// drainTraffic drains tr with spec's fleet on durable against srv (see
-// drive), sampling the fleet's summed limit every 100ms, and reads the
-// engine's totals and the fleet's counters before it stops.
-func drainTraffic(ctx context.Context, e *env, srv *simengine.Server, tr traffic, longest time.Duration, durable string, spec fleetSpec) (FleetRun, error) {
-	var out FleetRun
+// drain drains tr against srv within longest (see drive) with the cell's
+// fleet of spec's replicas, seed and policy (zero: the matrix's), traced
+// when the configuration asks for it, sampling its summed limit every
+// 100ms; it reads the engine's totals and the fleet's counters before the
+// fleet stops.
+func (m *matrix) drain(kind string, srv *simengine.Server, tr traffic, longest time.Duration, spec fleetSpec) (FleetRun, error) {
+	spec.url, spec.seed = srv.URL, spec.seed+1<<20
+	if spec.policy == (retry.Policy{}) {
+		spec.policy = m.p.Policy
+	}
+	if m.cfg.EnginesTrace != nil {
+		spec.trace = &tracer{w: m.cfg.EnginesTrace, cell: fmt.Sprintf("%s/%s/%dr", m.p.Name, kind, spec.replicas), stats: srv.Stats}
+	}
 	var f *fleet
 	var st simengine.Stats
 	var limits []int
-	spec.url = srv.URL
-	if spec.trace != nil {
-		spec.trace.stats = srv.Stats
-	}
-	p, err := e.drive(ctx, srv, tr, longest, durable, func(ctx context.Context, durable string) (*running, error) {
+	durable := fmt.Sprintf("engines-%s-%d-%s-%d", m.p.Name, m.n, kind, spec.replicas)
+	p, err := m.e.drive(m.ctx, srv, tr, longest, durable, func(ctx context.Context, durable string) (*running, error) {
 		var err error
-		if f, err = startFleet(ctx, e, durable, spec); err != nil {
+		if f, err = startFleet(ctx, m.e, durable, spec); err != nil {
 			return nil, err
 		}
-		quit, sampled := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(sampled)
-			t := time.NewTicker(100 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-quit:
-					return
-				case <-t.C:
-					limits = append(limits, f.limitSum())
-				}
+		stopSampling := every(100*time.Millisecond, func() {
+			sum := 0
+			for _, l := range f.limits() {
+				sum += l
 			}
-		}()
+			limits = append(limits, sum)
+		})
 		return &running{ended: f.ended, stop: func() error {
 			st = srv.Stats()
-			close(quit)
-			<-sampled
+			stopSampling()
 			return f.stop()
 		}}, nil
 	})
 	if err != nil {
-		return out, err
+		return FleetRun{}, err
 	}
-	out.started, out.Elapsed, out.Drained = p.started, p.elapsed, p.drained
-	out.Billed, out.Calls, out.Shed = st.Billed, st.Calls, st.Shed
-	out.Goodput = float64(st.Billed) / out.Elapsed.Seconds()
+	out := FleetRun{started: p.started, Elapsed: p.elapsed, Drained: p.drained, Billed: st.Billed, Calls: st.Calls, Shed: st.Shed,
+		Goodput: float64(st.Billed) / p.elapsed.Seconds(), DeadLetters: map[string]int{}, Diagnostics: f.diagnostics(),
+		BreakerOpened: f.counter("breaker_transitions_total", "to", "open"), Pauses: f.counter("engine_pauses_total"),
+		RetriesSpent: f.counter("retries_total", "budget", "spent"), RetriesDenied: f.counter("retries_total", "budget", "denied")}
 	if st.Calls > 0 {
 		out.ShedShare = float64(st.Shed) / float64(st.Calls)
 	}
-	out.DeadLetters = map[string]int{}
 	for _, reason := range []string{"permanent", "exhausted", "expired"} {
-		if n := int(f.counter("dead_letters_total", map[string]string{"reason": reason})); n > 0 {
+		if n := f.counter("dead_letters_total", "reason", reason); n > 0 {
 			out.DeadLetters[reason] = n
 		}
 	}
-	out.BreakerOpened = int(f.counter("breaker_transitions_total", map[string]string{"to": "open"}))
-	out.RetriesSpent = int(f.counter("retries_total", map[string]string{"budget": "spent"}))
-	out.RetriesDenied = int(f.counter("retries_total", map[string]string{"budget": "denied"}))
-	out.Diagnostics = f.diagnostics()
-	out.Pauses = int(f.counter("engine_pauses_total", nil))
-	out.LimitMedian = median(limits)
+	if len(limits) > 0 {
+		slices.Sort(limits)
+		out.LimitMedian = limits[len(limits)/2]
+	}
 	return out, nil
 }

@@ -28,8 +28,9 @@ type EnginesPolicy struct {
 	Trickle time.Duration `json:"trickle_ns"`
 }
 
-// productionPolicy and shortPolicy are the two policies of the matrix: the
-// binary's defaults, and the short delays of issue 39's measures.
+// productionPolicy is config.Default's retry policy (base 500ms, cap 30s,
+// 6 attempts), its trickles 15s; shortPolicy has the short delays of issue
+// 39's measures (base 50ms, cap 400ms, 4 attempts), its trickles 10s.
 func productionPolicy() EnginesPolicy { return enginesPolicy("production", 0, 0, 0, 15*time.Second) }
 func shortPolicy() EnginesPolicy {
 	return enginesPolicy("short", 50*time.Millisecond, 400*time.Millisecond, 4, 10*time.Second)
@@ -48,23 +49,20 @@ func enginesPolicy(name string, base, cap time.Duration, attempts int, trickle t
 // EnginesPolicyNames are the policies EnginesPolicyNamed knows.
 func EnginesPolicyNames() []string { return []string{"production", "short"} }
 
-// EnginesPolicyNamed returns the matrix's policy of that name: production
-// (config.Default's: base 500ms, cap 30s, 6 attempts; trickles of 15s) or
-// short (base 50ms, cap 400ms, 4 attempts; trickles of 10s).
+// EnginesPolicyNamed returns the matrix's policy of that name (see
+// productionPolicy and shortPolicy).
 func EnginesPolicyNamed(name string) (EnginesPolicy, error) {
-	switch name {
-	case "production":
-		return productionPolicy(), nil
-	case "short":
-		return shortPolicy(), nil
+	for _, p := range []EnginesPolicy{productionPolicy(), shortPolicy()} {
+		if p.Name == name {
+			return p, nil
+		}
 	}
 	return EnginesPolicy{}, fmt.Errorf("unknown policy %q (want one of %s)", name, strings.Join(EnginesPolicyNames(), ", "))
 }
 
 // Engines is the engine matrix of issue 39: every engine shape the product
-// should hold against, each cell drained by the product (the production
-// pipeline, as startFleet builds it) and judged against its target,
-// the whole matrix once per retry policy.
+// should hold against, each cell drained by fleets of the production
+// pipeline (startFleet) and judged against its targets, once per policy.
 type Engines struct {
 	N            int           `json:"n"`
 	CapacityN    int           `json:"capacity_n"`
@@ -95,8 +93,8 @@ const (
 )
 
 // EngineCell is one engine, fleet size and traffic of the matrix: what the
-// product did, and the figures its targets judge. A figure a kind of cell
-// does not measure is zero.
+// product did, and the figures its targets judge (zero where its kind
+// measures none).
 type EngineCell struct {
 	Kind     string `json:"kind"`
 	Engine   string `json:"engine"`
@@ -104,33 +102,30 @@ type EngineCell struct {
 	Traffic  string `json:"traffic"`
 	Trickle  bool   `json:"trickle,omitempty"`
 	Reads    int    `json:"reads"` // published
-	// Product is the fleet's run: drained, calls, shed, dead-lettered by
-	// reason, breaker openings, retries, diagnostics, the limit's median.
-	Product FleetRun `json:"product"`
-	// LimitBound is the fleet's most calls in flight (replicas x
-	// consumer.concurrency).
-	LimitBound int `json:"limit_bound"`
+	// Product is the fleet's run; LimitBound its most calls in flight
+	// (replicas x consumer.concurrency).
+	Product    FleetRun `json:"product"`
+	LimitBound int      `json:"limit_bound"`
 
 	// Goodput is the product's healthy reads billed/s (the others' for
-	// the throttled account; the second phase's, from a second after the
-	// switch, for switch); BareGoodput the bare client's on the same
-	// backlog and engine shape; *Done that every healthy read was billed.
+	// account; for switch the second phase's, from a second after the
+	// switch), BareGoodput the bare client's on the same reads and engine
+	// shape; *Done that every healthy read was billed.
 	Goodput     float64 `json:"goodput_per_sec,omitempty"`
 	GoodputDone bool    `json:"goodput_done,omitempty"`
 	BareGoodput float64 `json:"bare_goodput_per_sec,omitempty"`
 	BareDone    bool    `json:"bare_done,omitempty"`
-	// Capacity is the engine's C, where it has one.
-	Capacity float64 `json:"capacity_per_sec,omitempty"`
+	Capacity    float64 `json:"capacity_per_sec,omitempty"` // the engine's C, where it has one
 
-	// The always-503 reads: how many, their calls' fewest and most, and
-	// how many were dead-lettered exhausted.
+	// The always-503 reads, their fewest and most calls, and how many were
+	// dead-lettered exhausted.
 	AlwaysBad       int `json:"always_503,omitempty"`
 	AlwaysCallsMin  int `json:"always_503_calls_min,omitempty"`
 	AlwaysCallsMax  int `json:"always_503_calls_max,omitempty"`
 	AlwaysExhausted int `json:"always_503_exhausted,omitempty"`
-	// Recall are the gaps of the 429 reads (the throttled account's, for
-	// account) from their 429 to their next call; WaitFloor the least
-	// the account's should be, min(60s, max_server_wait).
+	// Recall are the gaps of the 429 reads (the throttled account's) from
+	// their 429 to their next call; WaitFloor the least the account's
+	// should be, min(60s, max_server_wait).
 	Recall    Gaps          `json:"recall_gaps"`
 	WaitFloor time.Duration `json:"wait_floor_ns,omitempty"`
 	// Lateness of the retries past the delay asked; BillableDeadLettered
@@ -145,24 +140,21 @@ type EngineCell struct {
 	BandLow   float64 `json:"band_low,omitempty"`
 	BandHigh  float64 `json:"band_high,omitempty"`
 
-	// SwitchAfter is when the engine switched, from the fleet's start.
-	SwitchAfter time.Duration `json:"switch_after_ns,omitempty"`
-	// ReplicaPerSec is what a replica joining an engine kept full by
-	// others billed a second, CrowdPerSec what the others did.
+	SwitchAfter time.Duration `json:"switch_after_ns,omitempty"` // from the fleet's start
+	// What a replica joining an engine kept full by others billed a
+	// second, and what the others did.
 	ReplicaPerSec float64 `json:"replica_per_sec,omitempty"`
 	CrowdPerSec   float64 `json:"crowd_per_sec,omitempty"`
-	// DownCalls are the calls answered while the engine was down;
-	// Recovery from its return to the last read billed; AllBilled that
-	// every read was.
+	// DownCalls were answered while the engine was down; Recovery is from
+	// its return to the last read billed; AllBilled that every read was.
 	DownCalls int64         `json:"down_calls,omitempty"`
 	Recovery  time.Duration `json:"recovery_ns,omitempty"`
 	AllBilled bool          `json:"all_billed,omitempty"`
 }
 
-// engine matrix sizes the cells do not take from Config.
+// Sizes of the matrix not taken from Config.
 const (
-	// randomFailShare of the random cell's calls fail, whatever the load.
-	randomFailShare = 0.4
+	randomFailShare = 0.4 // of the random cell's calls fail, whatever the load
 	// crowdClients closed loops of crowdInFlight calls each keep the join
 	// cell's engine full, a shed retried after crowdPause.
 	crowdClients  = 4
@@ -230,6 +222,7 @@ type matrix struct {
 	n    int // cells started, for seeds and durable names
 }
 
+// matrixCell is a cell of the matrix, named as EnginesCells chooses it.
 type matrixCell struct {
 	name string
 	run  func() (EngineCell, error)
@@ -245,18 +238,30 @@ func (m *matrix) cells() []matrixCell {
 			add(fmt.Sprintf("%s, %d replicas", name, r), func() (EngineCell, error) { return run(r) })
 		}
 	}
+	reads := func(c readsCell) func() (EngineCell, error) { return func() (EngineCell, error) { return m.reads(c) } }
 	fleets("capacity", m.capacity, m.cfg.Replicas)
 	for _, shape := range []LatencyShape{uniformShape, tailShape} {
-		add("healthy "+shape.Name, func() (EngineCell, error) {
-			return m.reads(readsCell{kind: cellHealthy, engine: "healthy, " + shape.Name, mix: healthyMix, shape: shape, atOnce: true, replicas: 1})
-		})
+		add("healthy "+shape.Name, reads(readsCell{kind: cellHealthy, engine: "healthy, " + shape.Name, mix: healthyMix, shape: shape, atOnce: true, replicas: 1}))
 	}
-	fleets("partial mix at once", func(r int) (EngineCell, error) { return m.mix(true, r, false) }, m.cfg.EnginesFleets)
-	fleets("partial mix at once, trickle", func(r int) (EngineCell, error) { return m.mix(true, r, true) }, m.cfg.EnginesFleets)
-	fleets("partial mix after service", func(r int) (EngineCell, error) { return m.mix(false, r, false) }, m.cfg.EnginesFleets)
+	mix := func(atOnce, trickled bool) func(r int) (EngineCell, error) {
+		when := map[bool]string{true: "at once", false: "after the service time"}[atOnce]
+		return func(r int) (EngineCell, error) {
+			return m.reads(readsCell{kind: cellMix, engine: "partial mix, failures answered " + when + ", healthy " + uniformShape.Name,
+				mix: partialMix, shape: uniformShape, atOnce: atOnce, trickled: trickled, replicas: r, recall: tooMany})
+		}
+	}
+	fleets("partial mix at once", mix(true, false), m.cfg.EnginesFleets)
+	fleets("partial mix at once, trickle", mix(true, true), m.cfg.EnginesFleets)
+	fleets("partial mix after service", mix(false, false), m.cfg.EnginesFleets)
 	add("partial mix, then the long tail", m.switched)
-	add("one account throttled", func() (EngineCell, error) { return m.account(false) })
-	add("one account throttled, trickle", func() (EngineCell, error) { return m.account(true) })
+	// The account's 429s ask for 60s, which max_server_wait clamps.
+	throttledPolicy := m.p.Policy
+	throttledPolicy.MaxServerWait = m.cfg.EnginesThrottleWait
+	for _, trickled := range []bool{false, true} {
+		add("one account throttled"+map[bool]string{true: ", trickle"}[trickled], reads(readsCell{kind: cellAccount,
+			engine: "one account throttled (429, Retry-After: 60, at once), healthy " + uniformShape.Name, mix: accountMix, shape: uniformShape,
+			atOnce: true, trickled: trickled, replicas: 1, policy: throttledPolicy, wait: throttledPolicy.MaxServerWait, recall: throttled}))
+	}
 	fleets("random failures", m.random, m.cfg.EnginesFleets)
 	add("joining a full engine", m.join)
 	fleets("down", m.down, m.cfg.EnginesFleets)
@@ -266,49 +271,36 @@ func (m *matrix) cells() []matrixCell {
 // cellChosen reports whether the cell named name runs: any does when
 // chosen is empty, else one whose name holds one of chosen.
 func cellChosen(name string, chosen []string) bool {
-	if len(chosen) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(chosen, func(c string) bool { return strings.Contains(name, c) })
+	return len(chosen) == 0 || slices.ContainsFunc(chosen, func(c string) bool { return strings.Contains(name, c) })
 }
 
-// next starts a cell: its seed.
-func (m *matrix) next() uint64 {
+// start starts a cell of kind on engine with r replicas: its seed, and it.
+func (m *matrix) start(kind, engine string, r int) (uint64, EngineCell) {
 	m.n++
-	return m.seed + uint64(m.n)<<12
+	return m.seed + uint64(m.n)<<12, EngineCell{Kind: kind, Engine: engine, Replicas: r, LimitBound: r * httpConcurrency}
 }
 
-// durable names a cell's durable.
-func (m *matrix) durable(kind string, replicas int) string {
-	return fmt.Sprintf("engines-%s-%d-%s-%d", m.p.Name, m.n, kind, replicas)
-}
-
-// longest is how long a cell of n reads may take before it is stopped:
-// n at drainFloor a second, the policy's longest chain of delays, extra
-// and the slack.
+// longest is how long a cell of n reads may take before it is stopped: n
+// at drainFloor, the policy's longest chain of delays, extra and the slack.
 func (m *matrix) longest(n int, extra time.Duration) time.Duration {
 	return time.Duration(float64(n)/drainFloor*float64(time.Second)) + longestChain(m.p.Policy) + extra + m.cfg.EnginesSlack
 }
 
-func (m *matrix) bound(replicas int) int { return replicas * config.Default().Consumer.Concurrency }
-
-// drain drains tr with a fleet of r replicas of the policy, seeded from
-// seed, against srv, within longest.
-func (m *matrix) drain(srv *simengine.Server, tr traffic, longest time.Duration, kind string, r int, seed uint64) (FleetRun, error) {
-	return drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(kind, r), m.fleet(kind, r, seed, m.p.Policy))
-}
-
-// fleet is the spec of a cell's fleet of r replicas, seeded from seed,
-// traced when the configuration asks for it.
-func (m *matrix) fleet(kind string, r int, seed uint64, p retry.Policy) fleetSpec {
-	spec := fleetSpec{replicas: r, seed: seed + 1<<20, policy: p}
-	if m.cfg.EnginesTrace != nil {
-		spec.trace = &tracer{w: m.cfg.EnginesTrace, cell: fmt.Sprintf("%s/%s/%dr", m.p.Name, kind, r)}
+// backlog drains a backlog of n with cell's fleet from an engine of o,
+// within longest; measure, when set, reads the engine before it closes.
+func (m *matrix) backlog(cell EngineCell, seed uint64, o simengine.Options, n int, longest time.Duration, measure func(*simengine.Server, *EngineCell)) (EngineCell, error) {
+	cell.Traffic, cell.Reads = fmt.Sprintf("backlog %d", n), n
+	srv, err := serveEngine(m.ctx, o)
+	if err != nil {
+		return cell, err
 	}
-	return spec
+	defer srv.Close()
+	cell.Product, err = m.drain(cell.Kind, srv, traffic{backlog: n}, longest, fleetSpec{replicas: cell.Replicas, seed: seed})
+	if err == nil && measure != nil {
+		measure(srv, &cell)
+	}
+	return cell, err
 }
-
-func backlogTraffic(n int) string { return fmt.Sprintf("backlog %d", n) }
 
 // trickle publishes rate reads a second for d once the variant runs;
 // seqs, when set, gets the stream sequence of each.
@@ -325,64 +317,42 @@ func trickle(rate int, d time.Duration, seqs *[]uint64) func(context.Context, je
 	}
 }
 
-// billedAtLeast is an engine condition: n bills.
-func billedAtLeast(n int) func(simengine.Stats) bool {
-	return func(st simengine.Stats) bool { return st.Billed >= int64(n) }
-}
-
-// count is how many of kinds are k.
-func count(kinds []readKind, k readKind) int {
-	n := 0
-	for _, x := range kinds {
-		if x == k {
-			n++
-		}
-	}
-	return n
-}
-
-// capacity drains a backlog with a fleet of r replicas against the
-// capacity engine.
+// capacity drains a backlog with r replicas from capacityEngine, allowed
+// the time it takes at C rather than at drainFloor.
 func (m *matrix) capacity(r int) (EngineCell, error) {
-	seed := m.next()
 	o, n := capacityEngine, m.cfg.EnginesCapacityN
+	seed, cell := m.start(cellCapacity, fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", o.Servers, o.ServiceTime, o.Queue), r)
 	o.Rand = seeded(seed, uint64(r))
-	srv, err := serveEngine(m.ctx, o)
-	if err != nil {
-		return EngineCell{}, err
-	}
-	defer srv.Close()
-	c := capacityOf(o)
-	ideal := time.Duration(float64(n) / c * float64(time.Second))
-	run, err := m.drain(srv, traffic{backlog: n}, ideal+longestChain(m.p.Policy)+m.cfg.EnginesSlack, "capacity", r, seed)
-	return EngineCell{Kind: cellCapacity, Engine: fmt.Sprintf("capacity C (%d servers x %s, queue %d, sheds at once)", o.Servers, o.ServiceTime, o.Queue),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), Capacity: c}, err
+	cell.Capacity = capacityOf(o)
+	ideal := time.Duration(float64(n) / cell.Capacity * float64(time.Second))
+	return m.backlog(cell, seed, o, n, ideal+longestChain(m.p.Policy)+m.cfg.EnginesSlack, nil)
 }
 
-// readsCell is a cell of reads of a mix, from an engine of a latency
-// shape answering their failures at once or once served: a backlog,
-// after the bare client on the same backlog, or a trickle; wait is what
-// the policy may make a read wait past its chain of delays.
+// readsCell is a cell of reads of a mix from an engine of a latency shape,
+// failing them at once or once served: a backlog, or a trickle.
 type readsCell struct {
 	kind, engine     string
 	mix              readMix
 	shape            LatencyShape
 	atOnce, trickled bool
 	replicas         int
-	policy           retry.Policy // zero: the matrix's
-	wait             time.Duration
-	recall           readKind // the kind whose gaps to its second call are measured; healthy: none
+	policy           retry.Policy  // zero: the matrix's
+	wait             time.Duration // what the policy may make a read wait past its chain of delays
+	recall           readKind      // the kind whose gaps to its second call are measured; healthy: none
 }
 
 // reads runs c: the bare client (for a backlog), then the product.
 func (m *matrix) reads(c readsCell) (EngineCell, error) {
-	seed := m.next()
+	seed, cell := m.start(c.kind, c.engine, c.replicas)
+	cell.Trickle = c.trickled
 	if c.policy == (retry.Policy{}) {
 		c.policy = m.p.Policy
 	}
-	cell := EngineCell{Kind: c.kind, Engine: c.engine, Replicas: c.replicas, Trickle: c.trickled, LimitBound: m.bound(c.replicas)}
+	if c.recall == throttled {
+		cell.WaitFloor = min(quotaAsked, c.policy.MaxServerWait)
+	}
 	n, tr, longest := m.cfg.EnginesN, traffic{backlog: m.cfg.EnginesN}, m.longest(m.cfg.EnginesN, c.wait)
-	cell.Traffic = backlogTraffic(n)
+	cell.Traffic = fmt.Sprintf("backlog %d", n)
 	if c.trickled {
 		n, tr, longest = int(int64(m.cfg.EnginesRate)*int64(m.p.Trickle)/int64(time.Second)), traffic{then: trickle(m.cfg.EnginesRate, m.p.Trickle, nil)}, m.p.Trickle+m.longest(0, c.wait)
 		cell.Traffic = fmt.Sprintf("%d reads/s for %s", m.cfg.EnginesRate, m.p.Trickle)
@@ -390,11 +360,9 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 	cell.Reads = n
 	kinds := c.mix.kinds(n, seed)
 	if !c.trickled {
-		bare, err := m.bare(c.shape, kinds, seed, c.atOnce, c.policy, billedAtLeast(n-count(kinds, alwaysBad)))
-		if err != nil {
+		if err := m.bare(&cell, c.shape, kinds, seed, c.atOnce, c.policy); err != nil {
 			return cell, err
 		}
-		cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
 	}
 	srv, err := mixEngine(m.ctx, c.shape, kinds, seed, c.atOnce)
 	if err != nil {
@@ -406,9 +374,7 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 	// the consumer then writes a debug line for every read it settles,
 	// which the capture drops at once.
 	naks := newNakCapture()
-	spec := m.fleet(c.kind, c.replicas, seed, c.policy)
-	spec.log = naks
-	f, err := drainTraffic(m.ctx, m.e, srv, tr, longest, m.durable(c.kind, c.replicas), spec)
+	f, err := m.drain(c.kind, srv, tr, longest, fleetSpec{replicas: c.replicas, seed: seed, policy: c.policy, log: naks})
 	if err != nil {
 		return cell, err
 	}
@@ -416,98 +382,54 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 	if err != nil {
 		return cell, err
 	}
-	ledger := srv.Ledger()
-	run := partialOutcome{ledger: ledger, kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks,
-		deadLettered: func(i int) bool { _, ok := dead[i]; return ok }}.measure()
 	cell.Product = f
-	cell.Goodput, cell.GoodputDone = run.Goodput, run.HealthyDone
-	cell.AlwaysBad, cell.AlwaysCallsMin, cell.AlwaysCallsMax = run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax
-	cell.AlwaysExhausted = exhaustedOf(kinds, alwaysBad, dead)
+	ledger := srv.Ledger()
+	partialOutcome{ledger: ledger, kinds: kinds, start: f.started, elapsed: f.Elapsed, naks: naks,
+		deadLettered: func(i int) (string, bool) { reason, ok := dead[i]; return reason, ok }}.measure(&cell)
 	if c.recall != healthy {
 		cell.Recall = recallGaps(ledger, kinds, c.recall)
 	}
-	cell.Lateness, cell.BillableDeadLettered = run.Lateness, run.BillableDeadLettered
 	return cell, nil
 }
 
-// bare drains kinds with the bare client (bareRetrier) and policy from a
-// fresh engine of shape, until until holds for the engine, or the cell's
-// deadline.
-func (m *matrix) bare(shape LatencyShape, kinds []readKind, seed uint64, atOnce bool, policy retry.Policy, until func(simengine.Stats) bool) (PartialRun, error) {
+// bare measures cell's BareGoodput and BareDone: the bare client
+// (bareRetrier) with policy drains kinds from a fresh engine of shape until
+// every read but the always-503 ones is billed, or the deadline.
+func (m *matrix) bare(cell *EngineCell, shape LatencyShape, kinds []readKind, seed uint64, atOnce bool, policy retry.Policy) error {
 	srv, err := mixEngine(m.ctx, shape, kinds, seed, atOnce)
 	if err != nil {
-		return PartialRun{}, err
+		return err
 	}
 	defer srv.Close()
-	naks, gaveUp := newNakCapture(), newSeqSet()
-	p, err := m.e.drive(m.ctx, srv, traffic{backlog: len(kinds), done: until}, m.longest(len(kinds), policy.MaxServerWait), fmt.Sprintf("partial-bare-%d", seed),
+	naks, gaveUp, billable := newNakCapture(), newSeqSet(), int64(len(kinds)-count(kinds, alwaysBad))
+	tr := traffic{backlog: len(kinds), done: func(st simengine.Stats) bool { return st.Billed >= billable }}
+	p, err := m.e.drive(m.ctx, srv, tr, m.longest(len(kinds), policy.MaxServerWait), fmt.Sprintf("partial-bare-%d", seed),
 		bareRetrier(m.e, bareSpec{url: srv.URL, policy: policy, rnd: retry.NewRand(seed + 2<<20), hold: holdMax, naks: naks, gaveUp: gaveUp,
 			opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}}))
 	if err != nil {
-		return PartialRun{}, err
+		return err
 	}
-	return partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: p.started, elapsed: p.elapsed, naks: naks,
-		deadLettered: func(i int) bool { return gaveUp.has(uint64(i + 1)) }}.measure(), nil
+	var run EngineCell
+	partialOutcome{ledger: srv.Ledger(), kinds: kinds, start: p.started, elapsed: p.elapsed, naks: naks,
+		deadLettered: func(i int) (string, bool) { return "", gaveUp.has(uint64(i + 1)) }}.measure(&run)
+	cell.BareGoodput, cell.BareDone = run.Goodput, run.GoodputDone
+	return nil
 }
 
-// mix is the partial mix (15% 503 once, 3% 429 Retry-After: 1 once, 5%
-// 503 always) from an engine whose healthy reads take 5-25ms, its failures
-// answered at once or after the service time, with r replicas.
-func (m *matrix) mix(atOnce bool, r int, trickled bool) (EngineCell, error) {
-	when := "after the service time"
-	if atOnce {
-		when = "at once"
-	}
-	return m.reads(readsCell{kind: cellMix, engine: "partial mix, failures answered " + when + ", healthy " + uniformShape.Name,
-		mix: partialMix, shape: uniformShape, atOnce: atOnce, trickled: trickled, replicas: r, recall: tooMany})
-}
-
-// account is reads of which one account's (a twentieth) are answered 429
-// with Retry-After: 60 at once on their first call, the product's
-// max_server_wait EnginesThrottleWait.
-func (m *matrix) account(trickled bool) (EngineCell, error) {
-	policy := m.p.Policy
-	policy.MaxServerWait = m.cfg.EnginesThrottleWait
-	cell, err := m.reads(readsCell{kind: cellAccount, engine: "one account throttled (429, Retry-After: 60, at once), healthy " + uniformShape.Name,
-		mix: accountMix, shape: uniformShape, atOnce: true, trickled: trickled, replicas: 1, policy: policy, wait: policy.MaxServerWait, recall: throttled})
-	cell.WaitFloor = min(quotaAsked, policy.MaxServerWait)
-	return cell, err
-}
-
-// exhaustedOf counts the reads of kind k dead-lettered exhausted.
-func exhaustedOf(kinds []readKind, k readKind, dead map[int]string) int {
-	n := 0
-	for i, reason := range dead {
-		if i < len(kinds) && kinds[i] == k && reason == "exhausted" {
-			n++
-		}
-	}
-	return n
-}
-
-// switched drains a backlog of the partial mix answered at once, then, at
-// once, switches the engine to the long tail and publishes a second backlog
-// of healthy reads (secondPhase times the first), in one process: the
-// second phase's goodput from a second after the switch, against the bare
-// client's on as many reads of the long tail. The switch comes when every
-// billable read of the first phase is billed, or EnginesSwitchAfter from
-// the start.
+// switched drains a backlog of the partial mix answered at once, then
+// switches the engine to the long tail and publishes secondPhase times as
+// many healthy reads: their goodput from a second after the switch,
+// against the bare client's on the long tail. The switch comes when every
+// billable read of the first phase is billed, or after EnginesSwitchAfter.
 func (m *matrix) switched() (EngineCell, error) {
-	seed := m.next()
-	n := m.cfg.EnginesN
-	n2 := secondPhase * n
-	cell := EngineCell{Kind: cellSwitch, Engine: "partial mix at once, then at once the " + tailShape.Name, Replicas: 1,
-		Traffic: fmt.Sprintf("backlog %d, then %d", n, n2), Reads: n + n2, LimitBound: m.bound(1)}
-	bare, err := m.bare(tailShape, healthyMix.kinds(n2, seed), seed, true, m.p.Policy, billedAtLeast(n2))
-	if err != nil {
+	seed, cell := m.start(cellSwitch, "partial mix at once, then at once the "+tailShape.Name, 1)
+	n, n2 := m.cfg.EnginesN, secondPhase*m.cfg.EnginesN
+	cell.Traffic, cell.Reads = fmt.Sprintf("backlog %d, then %d", n, n2), n+n2
+	if err := m.bare(&cell, tailShape, healthyMix.kinds(n2, seed), seed, true, m.p.Policy); err != nil {
 		return cell, err
 	}
-	cell.BareGoodput, cell.BareDone = bare.Goodput, bare.HealthyDone
-
-	kinds := make([]readKind, n+n2) // the second phase's are healthy
-	first := partialMix.kinds(n, seed)
-	copy(kinds, first)
-	billable := n - count(first, alwaysBad)
+	kinds := append(partialMix.kinds(n, seed), make([]readKind, n2)...) // the second phase's are healthy
+	billable := int64(n - count(kinds, alwaysBad))
 	srv, err := mixEngine(m.ctx, uniformShape, kinds, seed, true)
 	if err != nil {
 		return cell, err
@@ -517,7 +439,7 @@ func (m *matrix) switched() (EngineCell, error) {
 	var at time.Time
 	tr := traffic{backlog: n, then: func(ctx context.Context, js jetstream.JetStream) (uint64, error) {
 		wctx, cancel := context.WithTimeout(ctx, m.cfg.EnginesSwitchAfter)
-		_ = srv.Await(wctx, billedAtLeast(billable))
+		_ = srv.Await(wctx, func(st simengine.Stats) bool { return st.Billed >= billable })
 		cancel()
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -536,24 +458,23 @@ func (m *matrix) switched() (EngineCell, error) {
 		at = time.Now()
 		return publishBacklog(ctx, js, n, n2)
 	}, done: func(simengine.Stats) bool { return second.Load() >= int64(n2) }}
-	run, err := m.drain(srv, tr, m.longest(n+n2, m.cfg.EnginesSwitchAfter), "switch", 1, seed)
+	run, err := m.drain(cellSwitch, srv, tr, m.longest(n+n2, m.cfg.EnginesSwitchAfter), fleetSpec{replicas: 1, seed: seed})
 	if err != nil {
 		return cell, err
 	}
 	cell.Product = run
 	if !at.IsZero() {
 		cell.SwitchAfter = at.Sub(run.started)
-		_, cell.Goodput = billedFrom(srv.Ledger(), at, at.Add(time.Second))
+		cell.Goodput = billedFrom(srv.Ledger(), at, at.Add(time.Second))
 		cell.GoodputDone = second.Load() >= int64(n2)
 	}
 	return cell, nil
 }
 
-// random drains a backlog with r replicas from an engine that fails 40% of
-// all calls with 503 at once, drawn call by call whatever the load, its
-// other calls taking 5-25ms.
+// random drains a backlog with r replicas from an engine that fails
+// randomFailShare of all calls at once, drawn call by call.
 func (m *matrix) random(r int) (EngineCell, error) {
-	seed := m.next()
+	seed, cell := m.start(cellRandom, fmt.Sprintf("%.0f%% of all calls 503 at random, at once, whatever the load; the rest %s", 100*randomFailShare, uniformShape.Name), r)
 	n := m.cfg.EnginesN
 	o := uniformShape.options(seed)
 	o.Refuse = func(key string, k int) (int, http.Header) {
@@ -562,33 +483,25 @@ func (m *matrix) random(r int) (EngineCell, error) {
 		}
 		return 0, nil
 	}
-	srv, err := serveEngine(m.ctx, o)
-	if err != nil {
-		return EngineCell{}, err
-	}
-	defer srv.Close()
-	run, err := m.drain(srv, traffic{backlog: n}, m.longest(n, 0), "random", r, seed)
-	cell := EngineCell{Kind: cellRandom, Engine: fmt.Sprintf("%.0f%% of all calls 503 at random, at once, whatever the load; the rest %s", 100*randomFailShare, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), Exhausted: run.DeadLetters["exhausted"]}
 	cell.Expected, cell.BandLow, cell.BandHigh = binomialBand(n, math.Pow(randomFailShare, float64(m.p.Policy.MaxAttempts)), matrixSigmas)
+	cell, err := m.backlog(cell, seed, o, n, m.longest(n, 0), nil)
+	cell.Exhausted = cell.Product.DeadLetters["exhausted"]
 	return cell, err
 }
 
-// join runs one replica for EnginesJoinFor on a backlog it cannot drain in
-// that time, against joinEngine kept full by four plain HTTP clients
-// started first.
+// join runs one replica for EnginesJoinFor, on a backlog it cannot drain
+// in that time, against joinEngine kept full by the crowd started first.
 func (m *matrix) join() (EngineCell, error) {
-	seed := m.next()
 	o := joinEngine
+	seed, cell := m.start(cellJoin, fmt.Sprintf("%d servers x %s, queue %d, kept full by %d clients of %d calls", o.Servers, o.ServiceTime, o.Queue, crowdClients, crowdInFlight), 1)
 	o.Rand = seeded(seed, 0x901)
-	cell := EngineCell{Kind: cellJoin, Engine: fmt.Sprintf("%d servers x %s, queue %d, kept full by %d clients of %d calls", o.Servers, o.ServiceTime, o.Queue, crowdClients, crowdInFlight),
-		Replicas: 1, Capacity: capacityOf(o), LimitBound: m.bound(1)}
+	cell.Capacity = capacityOf(o)
 	srv, err := serveEngine(m.ctx, o)
 	if err != nil {
 		return cell, err
 	}
 	defer srv.Close()
-	stopCrowd, err := startCrowd(m.ctx, srv.URL, crowdClients, crowdInFlight, crowdPause)
+	stopCrowd, err := startCrowd(m.ctx, srv.URL)
 	if err != nil {
 		return cell, err
 	}
@@ -599,7 +512,7 @@ func (m *matrix) join() (EngineCell, error) {
 	// runs out.
 	n := int(2*cell.Capacity*m.cfg.EnginesJoinFor.Seconds()) + 100
 	cell.Reads, cell.Traffic = n, fmt.Sprintf("backlog %d, for %s", n, m.cfg.EnginesJoinFor)
-	run, err := m.drain(srv, traffic{backlog: n}, m.cfg.EnginesJoinFor, "join", 1, seed)
+	run, err := m.drain(cellJoin, srv, traffic{backlog: n}, m.cfg.EnginesJoinFor, fleetSpec{replicas: 1, seed: seed})
 	stopCrowd()
 	if err != nil {
 		return cell, err
@@ -607,43 +520,37 @@ func (m *matrix) join() (EngineCell, error) {
 	// The engine's totals are the crowd's too: the replica's calls, sheds
 	// and bills are counted from the ledger, within its run.
 	from, to := run.started, run.started.Add(run.Elapsed)
-	var replica, crowd int
-	run.Calls, run.Shed, run.Billed, run.ShedShare = 0, 0, 0, 0
+	billed := map[bool]int{} // by whether the replica's
+	run.Calls, run.Shed, run.ShedShare = 0, 0, 0
 	for key, calls := range srv.Ledger() {
 		_, ours := Index(key)
+		if ours {
+			run.Calls += int64(len(calls))
+		}
 		for _, c := range calls {
-			if ours {
-				run.Calls++
-				if c.Outcome == simengine.Shed {
-					run.Shed++
-				}
+			if ours && c.Outcome == simengine.Shed {
+				run.Shed++
 			}
-			if c.Outcome != simengine.Billed || c.At.Before(from) || !answered(c).Before(to) {
-				continue
-			}
-			if ours {
-				replica++
-			} else {
-				crowd++
+			if c.Outcome == simengine.Billed && !c.At.Before(from) && answered(c).Before(to) {
+				billed[ours]++
 			}
 		}
 	}
-	run.Billed = int64(replica)
+	run.Billed = int64(billed[true])
 	if run.Calls > 0 {
 		run.ShedShare = float64(run.Shed) / float64(run.Calls)
 	}
 	cell.Product = run
 	if s := run.Elapsed.Seconds(); s > 0 {
-		cell.ReplicaPerSec, cell.CrowdPerSec = float64(replica)/s, float64(crowd)/s
+		cell.ReplicaPerSec, cell.CrowdPerSec = float64(billed[true])/s, float64(billed[false])/s
 	}
 	return cell, nil
 }
 
-// startCrowd starts clients plain HTTP clients (the HTTP sink) posting to
-// url, each a closed loop of inFlight calls: a call not answered 2xx is
-// made again after pause, one answered 2xx is followed by the next read. It
-// returns the function that stops them and waits for them.
-func startCrowd(ctx context.Context, url string, clients, inFlight int, pause time.Duration) (stop func(), err error) {
+// startCrowd starts crowdClients plain HTTP sinks posting to url, each a
+// closed loop of crowdInFlight calls, a call not answered 2xx made again
+// after crowdPause. stop stops them and waits for them.
+func startCrowd(ctx context.Context, url string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var sinks []*downstream.HTTP
@@ -654,20 +561,20 @@ func startCrowd(ctx context.Context, url string, clients, inFlight int, pause ti
 			s.CloseIdle()
 		}
 	}
-	for c := range clients {
+	for c := range crowdClients {
 		sink, err := httpSink(url)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		sinks = append(sinks, sink)
-		for g := range inFlight {
+		for g := range crowdInFlight {
 			wg.Go(func() {
 				for i := 0; ctx.Err() == nil; i++ {
 					read, _ := meter.Decode(Body(i))
 					read.IdempotencyKey = fmt.Sprintf("crowd-%d-%d-%d", c, g, i)
 					for ctx.Err() == nil && sink.Deliver(ctx, read) != nil {
-						_ = retry.Sleep(ctx, pause)
+						_ = retry.Sleep(ctx, crowdPause)
 					}
 				}
 			})
@@ -677,44 +584,30 @@ func startCrowd(ctx context.Context, url string, clients, inFlight int, pause ti
 }
 
 // down drains a backlog with r replicas from an engine that answers every
-// call 503 at once for EnginesDown from its first call, then serves them in
-// 5-25ms.
+// call 503 at once for EnginesDown from its first call.
 func (m *matrix) down(r int) (EngineCell, error) {
-	seed := m.next()
+	seed, cell := m.start(cellDown, fmt.Sprintf("down for %s (503 at once to every call), then %s", m.cfg.EnginesDown, uniformShape.Name), r)
 	n := m.cfg.EnginesN
 	var (
 		once   sync.Once
-		isDown atomic.Bool
-		calls  atomic.Int64
-		healed atomic.Int64 // unix ns
+		calls  atomic.Int64 // answered while down
+		healed atomic.Int64 // when the engine came back, unix ns; 0 while down
 	)
-	isDown.Store(true)
 	o := uniformShape.options(seed)
 	o.Refuse = func(string, int) (int, http.Header) {
-		once.Do(func() {
-			time.AfterFunc(m.cfg.EnginesDown, func() { healed.Store(time.Now().UnixNano()); isDown.Store(false) })
-		})
-		if isDown.Load() {
+		once.Do(func() { time.AfterFunc(m.cfg.EnginesDown, func() { healed.Store(time.Now().UnixNano()) }) })
+		if healed.Load() == 0 {
 			calls.Add(1)
 			return http.StatusServiceUnavailable, nil
 		}
 		return 0, nil
 	}
-	srv, err := serveEngine(m.ctx, o)
-	if err != nil {
-		return EngineCell{}, err
-	}
-	defer srv.Close()
-	run, err := m.drain(srv, traffic{backlog: n}, m.longest(n, m.cfg.EnginesDown+matrixRecovery), "down", r, seed)
-	if err != nil {
-		return EngineCell{}, err
-	}
-	cell := EngineCell{Kind: cellDown, Engine: fmt.Sprintf("down for %s (503 at once to every call), then %s", m.cfg.EnginesDown, uniformShape.Name),
-		Replicas: r, Traffic: backlogTraffic(n), Reads: n, Product: run, LimitBound: m.bound(r), DownCalls: calls.Load()}
-	billed, last := bills(srv.Ledger(), time.Time{})
-	cell.AllBilled = billed >= n
-	if h := healed.Load(); h != 0 && cell.AllBilled {
-		cell.Recovery = last.Sub(time.Unix(0, h))
-	}
-	return cell, nil
+	return m.backlog(cell, seed, o, n, m.longest(n, m.cfg.EnginesDown+matrixRecovery), func(srv *simengine.Server, c *EngineCell) {
+		c.DownCalls = calls.Load()
+		billed, last := bills(srv.Ledger(), time.Time{})
+		c.AllBilled = billed >= n
+		if h := healed.Load(); h != 0 && c.AllBilled {
+			c.Recovery = last.Sub(time.Unix(0, h))
+		}
+	})
 }

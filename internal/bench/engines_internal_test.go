@@ -2,7 +2,6 @@ package bench
 
 import (
 	"math"
-	"net/http"
 	"testing"
 	"time"
 
@@ -88,45 +87,6 @@ func TestRecallGaps(t *testing.T) {
 	assert.False(t, Gaps{}.within(0, 0), "no gap at all is no evidence")
 }
 
-func TestGoodputRatio(t *testing.T) {
-	tests := []struct {
-		name                  string
-		product, bare         float64
-		productDone, bareDone bool
-		wantRatio             float64
-		wantMet               bool
-	}{
-		{"at 0.95", 950, 1000, true, true, 0.95, true},
-		{"exactly the target", 900, 1000, true, true, 0.9, true},
-		{"below", 800, 1000, true, true, 0.8, false},
-		{"the product left healthy reads unbilled", 950, 1000, false, true, 0.95, false},
-		{"the bare client did", 950, 1000, true, false, 0.95, false},
-		{"no baseline", 950, 0, true, true, 0, false},
-	}
-	for _, tt := range tests {
-		r, ok := goodputRatio(tt.product, tt.bare, tt.productDone, tt.bareDone, 0.9)
-		assert.InDelta(t, tt.wantRatio, r, 1e-9, tt.name)
-		assert.Equal(t, tt.wantMet, ok, tt.name)
-	}
-}
-
-func TestAttemptsMet(t *testing.T) {
-	tests := []struct {
-		name                               string
-		callsMin, callsMax, exhausted, all int
-		want                               bool
-	}{
-		{"exactly 4 each, all exhausted", 4, 4, 150, 150, true},
-		{"one read called a fifth time", 4, 5, 150, 150, false},
-		{"one read called 3 times", 3, 4, 150, 150, false},
-		{"one not dead-lettered exhausted", 4, 4, 149, 150, false},
-		{"no such read", 0, 0, 0, 0, false},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, attemptsMet(tt.callsMin, tt.callsMax, 4, tt.exhausted, tt.all), tt.name)
-	}
-}
-
 func TestBilledFrom(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -137,13 +97,8 @@ func TestBilledFrom(t *testing.T) {
 		"c": {billed(2000)},
 		"d": {billed(3000), {At: at(3500), Outcome: simengine.Duplicate}},
 	}
-	n, perSec := billedFrom(ledger, t0, at(1000))
-	assert.Equal(t, 3, n, "bills answered from 1s on")
-	assert.InDelta(t, 1.5, perSec, 1e-9, "3 bills over 2s")
-
-	n, perSec = billedFrom(ledger, t0, at(5000))
-	assert.Equal(t, 4, n, "nothing past 5s: the phase from its start")
-	assert.InDelta(t, 4/3.0, perSec, 1e-9)
+	assert.InDelta(t, 1.5, billedFrom(ledger, t0, at(1000)), 1e-9, "3 bills answered from 1s on, over 2s")
+	assert.InDelta(t, 4/3.0, billedFrom(ledger, t0, at(5000)), 1e-9, "nothing past 5s: the phase from its start")
 
 	count, last := bills(ledger, time.Time{})
 	assert.Equal(t, at(3000), last)
@@ -158,6 +113,17 @@ func TestEngineCellTargets(t *testing.T) {
 	paused := func(n int) FleetRun { r := drained; r.Pauses = n; return r }
 	good := Gaps{Count: 90, Min: 1001 * time.Millisecond, P50: 1010 * time.Millisecond, Max: 1200 * time.Millisecond}
 	late := Lateness{Count: 100, Percentiles: Percentiles{P99: 60 * time.Millisecond}}
+	healthyCell := func(f func(*EngineCell)) EngineCell {
+		c := EngineCell{Kind: cellHealthy, Product: drained, Goodput: 950, GoodputDone: true, BareGoodput: 1000, BareDone: true}
+		f(&c)
+		return c
+	}
+	mixCell := func(f func(*EngineCell)) EngineCell {
+		c := EngineCell{Kind: cellMix, Product: drained, Goodput: 950, GoodputDone: true, BareGoodput: 1000, BareDone: true,
+			AlwaysBad: 150, AlwaysCallsMin: 4, AlwaysCallsMax: 4, AlwaysExhausted: 150, Recall: good, Lateness: late}
+		f(&c)
+		return c
+	}
 	tests := []struct {
 		name string
 		cell EngineCell
@@ -171,11 +137,18 @@ func TestEngineCellTargets(t *testing.T) {
 			[]string{"yes", "no", "yes", "no", ""}},
 		{"capacity: not drained", EngineCell{Kind: cellCapacity, Capacity: 1000, Product: FleetRun{Goodput: 950}},
 			[]string{"no", "yes", "no", "yes", ""}},
-		{"healthy at 0.95", EngineCell{Kind: cellHealthy, Product: drained, Goodput: 950, GoodputDone: true, BareGoodput: 1000, BareDone: true},
-			[]string{"yes", ""}},
-		{"the mix, backlog: all met", EngineCell{Kind: cellMix, Product: drained, Goodput: 950, GoodputDone: true, BareGoodput: 1000, BareDone: true,
-			AlwaysBad: 150, AlwaysCallsMin: 4, AlwaysCallsMax: 4, AlwaysExhausted: 150, Recall: good, Lateness: late},
-			[]string{"yes", "yes", "yes", "yes", "yes", ""}},
+		{"healthy at 0.95", healthyCell(func(*EngineCell) {}), []string{"yes", ""}},
+		{"healthy at exactly the target", healthyCell(func(c *EngineCell) { c.Goodput = 900 }), []string{"yes", ""}},
+		{"healthy below", healthyCell(func(c *EngineCell) { c.Goodput = 899 }), []string{"no", ""}},
+		{"the product left healthy reads unbilled", healthyCell(func(c *EngineCell) { c.GoodputDone = false }), []string{"no", ""}},
+		{"the bare client did", healthyCell(func(c *EngineCell) { c.BareDone = false }), []string{"no", ""}},
+		{"no baseline", healthyCell(func(c *EngineCell) { c.BareGoodput = 0 }), []string{"no", ""}},
+		{"the mix, backlog: all met", mixCell(func(*EngineCell) {}), []string{"yes", "yes", "yes", "yes", "yes", ""}},
+		{"the mix: a read called a fifth time", mixCell(func(c *EngineCell) { c.AlwaysCallsMax = 5 }), []string{"yes", "no", "yes", "yes", "yes", ""}},
+		{"the mix: a read called 3 times", mixCell(func(c *EngineCell) { c.AlwaysCallsMin = 3 }), []string{"yes", "no", "yes", "yes", "yes", ""}},
+		{"the mix: one not dead-lettered exhausted", mixCell(func(c *EngineCell) { c.AlwaysExhausted = 149 }), []string{"yes", "no", "yes", "yes", "yes", ""}},
+		{"the mix: no always-503 read", mixCell(func(c *EngineCell) { c.AlwaysBad, c.AlwaysCallsMin, c.AlwaysCallsMax, c.AlwaysExhausted = 0, 0, 0, 0 }),
+			[]string{"yes", "no", "yes", "yes", "yes", ""}},
 		{"the mix, backlog: issue 39's figures", EngineCell{Kind: cellMix, Product: paused(8), Goodput: 30, GoodputDone: true, BareGoodput: 1000, BareDone: true,
 			AlwaysBad: 150, AlwaysCallsMin: 4, AlwaysCallsMax: 9, AlwaysExhausted: 25,
 			Recall:   Gaps{Count: 90, Min: time.Second, P50: 5 * time.Second, Max: 13 * time.Second},
@@ -227,40 +200,6 @@ func TestEngineCellTargets(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
-}
-
-// The account mix is exact, and refusal answers each kind at once as the
-// partial mix's answer does once served: 0 lets the call be served.
-func TestRefusalByKind(t *testing.T) {
-	kinds := accountMix.kinds(1000, 3)
-	assert.Equal(t, 50, count(kinds, throttled))
-	assert.Equal(t, 950, count(kinds, healthy))
-
-	refuse, ans := refusal([]readKind{healthy, failOnce, tooMany, alwaysBad, throttled}), answer([]readKind{throttled})
-	tests := []struct {
-		read                  int
-		wantFirst, wantSecond int
-		wantRetryAfter        string
-	}{
-		{0, 0, 0, ""},
-		{1, http.StatusServiceUnavailable, 0, ""},
-		{2, http.StatusTooManyRequests, 0, "1"},
-		{3, http.StatusServiceUnavailable, http.StatusServiceUnavailable, ""},
-		{4, http.StatusTooManyRequests, 0, "60"},
-		{99, 0, 0, ""}, // a read of no kind: served
-	}
-	for _, tt := range tests {
-		first, h := refuse(Key(tt.read), 1)
-		second, _ := refuse(Key(tt.read), 2)
-		assert.Equal(t, tt.wantFirst, first, "read %d", tt.read)
-		assert.Equal(t, tt.wantSecond, second, "read %d", tt.read)
-		assert.Equal(t, tt.wantRetryAfter, h.Get("Retry-After"), "read %d", tt.read)
-	}
-	status, h := ans(Key(0), 1)
-	assert.Equal(t, http.StatusTooManyRequests, status, "answer gives refusal's failures once served")
-	assert.Equal(t, "60", h.Get("Retry-After"))
-	status, _ = ans(Key(0), 2)
-	assert.Equal(t, http.StatusOK, status, "and 200 for the rest")
 }
 
 // The matrix's long tail: one call in ten takes 80ms in all, the others the

@@ -12,8 +12,23 @@ import (
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
-// rows are the engine matrix's table rows: per policy, per cell, a row per
-// target (met yes or no) and a row of the state that explains it.
+// The engine matrix's targets, as numbers.
+const (
+	matrixGoodput    = 0.9                     // of the bare client's healthy goodput, and of C against the capacity engine
+	matrixShed       = 0.1                     // the most of its calls a fleet may see shed by the capacity engine
+	matrixLateness   = 100 * time.Millisecond  // the most the retries may be late at p99
+	matrixRecallMin  = time.Second             // the least gap from a 429 with Retry-After: 1 to the next call
+	matrixRecallMax  = 1500 * time.Millisecond // the most
+	matrixLimitShare = 0.9                     // of its bound the limit's median should hold against random failures
+	matrixSigmas     = 3                       // standard deviations either side of the reads expected exhausted by chance
+	// matrixJoinShare is the least share of its fair share (C over the
+	// clients and the replica) a replica joining a full engine should bill:
+	// the bench's bar, not the issue's.
+	matrixJoinShare = 0.5
+	matrixRecovery  = 5 * time.Second // the most from an outage's end to every read billed
+)
+
+// rows are the engine matrix's table rows, per policy and cell.
 func (m *Engines) rows() []Row {
 	var rows []Row
 	for _, run := range m.Runs {
@@ -24,104 +39,111 @@ func (m *Engines) rows() []Row {
 	return rows
 }
 
-// rows are one cell's rows, judged by its kind's targets.
+// rows are one cell's rows: a row per target of its kind (met yes or no),
+// then the state that explains them.
 func (c EngineCell) rows(p EnginesPolicy) []Row {
-	name := fmt.Sprintf("engines %s: %s, %d replica(s), %s", p.Name, c.Engine, c.Replicas, c.Traffic)
-	var rows []Row
-	add := func(r Row) {
-		r.Scenario = name
-		rows = append(rows, r)
-	}
 	pr := c.Product
-	attempts := p.Policy.MaxAttempts
+	rows := append(c.targets(p.Policy.MaxAttempts), Row{
+		Measure: "breaker opened; pauses; limit median / bound; retries spent / denied; shed; dead-lettered; diagnostics",
+		Ours: fmt.Sprintf("%d; %d; %d / %d; %d / %d; %s; %s; %s", pr.BreakerOpened, pr.Pauses, pr.LimitMedian, c.LimitBound,
+			pr.RetriesSpent, pr.RetriesDenied, share(pr.Shed, pr.Calls), byReason(pr), diagnostics(pr.Diagnostics))})
+	for i := range rows {
+		rows[i].Scenario = fmt.Sprintf("engines %s: %s, %d replica(s), %s", p.Name, c.Engine, c.Replicas, c.Traffic)
+	}
+	return rows
+}
+
+// targets are the rows of the cell's kind: a row per target, and the
+// figures that explain them.
+func (c EngineCell) targets(attempts int) []Row {
+	pr := c.Product
+	pauses := judged("pauses (engine_pauses_total)", fmt.Sprint(pr.Pauses), "0", pr.Pauses == 0)
+	breaker := judged("breaker opened", fmt.Sprint(pr.BreakerOpened), "0", pr.BreakerOpened == 0)
+	dead := judged("dead-lettered", byReason(pr)+notDrained(pr), "0", pr.Drained && pr.deadLettered() == 0)
 	switch c.Kind {
 	case cellCapacity:
 		over := pr.Goodput / c.Capacity
-		add(Row{Measure: fmt.Sprintf("goodput / C (%.0f/s)", c.Capacity), Ours: fmt.Sprintf("%.2f C%s", over, notDrained(pr)),
-			Target: fmt.Sprintf(">= %.1f C", matrixGoodput), Met: met(pr.Drained && over >= matrixGoodput)})
-		add(Row{Measure: "calls shed", Ours: share(pr.Shed, pr.Calls), Target: fmt.Sprintf("<= %.0f%%", 100*matrixShed), Met: met(pr.ShedShare <= matrixShed)})
-		add(c.deadLetteredRow())
-		add(Row{Measure: "breaker opened", Ours: fmt.Sprint(pr.BreakerOpened), Target: "0", Met: met(pr.BreakerOpened == 0)})
+		return []Row{judged(fmt.Sprintf("goodput / C (%.0f/s)", c.Capacity), fmt.Sprintf("%.2f C%s", over, notDrained(pr)),
+			fmt.Sprintf(">= %.1f C", matrixGoodput), pr.Drained && over >= matrixGoodput),
+			judged("calls shed", share(pr.Shed, pr.Calls), fmt.Sprintf("<= %.0f%%", 100*matrixShed), pr.ShedShare <= matrixShed),
+			dead, breaker}
 	case cellHealthy:
-		add(c.goodputRow("healthy reads billed/s, start to the last billed", "bare client "))
+		return c.goodput("healthy reads billed/s, start to the last billed", "bare client ")
 	case cellMix:
-		if !c.Trickle {
-			add(c.goodputRow("healthy reads billed/s, start to the last healthy read billed", "bare client "))
+		late := Row{Measure: "retry lateness past the delay asked, p50 / p90 / p99 (retries; not measured)",
+			Ours: fmt.Sprintf("%s / %s / %s (%d; %d)", ms(c.Lateness.P50), ms(c.Lateness.P90), ms(c.Lateness.P99), c.Lateness.Count, c.Lateness.Missing)}
+		if !c.Trickle { // a trickle's retries are not judged late
+			late = judged(late.Measure, late.Ours, "p99 <= "+ms(matrixLateness), c.Lateness.Count > 0 && c.Lateness.P99 <= matrixLateness)
 		}
-		add(Row{Measure: fmt.Sprintf("calls of each always-503 read, min-max; dead-lettered exhausted, of %d", c.AlwaysBad),
-			Ours:   fmt.Sprintf("%d-%d; %d%s", c.AlwaysCallsMin, c.AlwaysCallsMax, c.AlwaysExhausted, notDrained(pr)),
-			Target: fmt.Sprintf("%d-%d; all", attempts, attempts), Met: met(attemptsMet(c.AlwaysCallsMin, c.AlwaysCallsMax, attempts, c.AlwaysExhausted, c.AlwaysBad))})
-		add(Row{Measure: "429 reads (Retry-After: 1): next call after the 429, min / p50 / max (reads; missing)", Ours: gapsText(c.Recall),
-			Target: fmt.Sprintf("%s-%s", secs(matrixRecallMin), secs(matrixRecallMax)), Met: met(c.Recall.within(matrixRecallMin, matrixRecallMax))})
-		add(c.pausesRow())
-		late := Row{Measure: "retry lateness past the delay asked, p50 / p90 / p99 (retries; not measured)", Ours: lateness(c.Lateness)}
-		if !c.Trickle {
-			late.Target, late.Met = "p99 <= "+ms(matrixLateness), met(c.Lateness.Count > 0 && c.Lateness.P99 <= matrixLateness)
-		}
-		add(late)
+		return append(c.goodput("healthy reads billed/s, start to the last healthy read billed", "bare client "),
+			judged(fmt.Sprintf("calls of each always-503 read, min-max; dead-lettered exhausted, of %d", c.AlwaysBad),
+				fmt.Sprintf("%d-%d; %d%s", c.AlwaysCallsMin, c.AlwaysCallsMax, c.AlwaysExhausted, notDrained(pr)), fmt.Sprintf("%d-%d; all", attempts, attempts),
+				c.AlwaysBad > 0 && c.AlwaysCallsMin == attempts && c.AlwaysCallsMax == attempts && c.AlwaysExhausted == c.AlwaysBad),
+			judged("429 reads (Retry-After: 1): next call after the 429, min / p50 / max (reads; missing)", c.Recall.String(),
+				fmt.Sprintf("%s-%s", secs(matrixRecallMin), secs(matrixRecallMax)), c.Recall.within(matrixRecallMin, matrixRecallMax)),
+			pauses, late)
 	case cellSwitch:
-		r := c.goodputRow(fmt.Sprintf("second phase: billed/s from 1s after the switch (at %s) to the last bill", ms(c.SwitchAfter)),
+		rows := c.goodput(fmt.Sprintf("second phase: billed/s from 1s after the switch (at %s) to the last bill", ms(c.SwitchAfter)),
 			"bare client on the long tail ")
 		if c.SwitchAfter == 0 {
-			r.Ours, r.Met = "no switch (the deadline came first)", met(false)
+			rows[0].Ours, rows[0].Met = "no switch (the deadline came first)", met(false)
 		}
-		add(r)
+		return rows
 	case cellAccount:
-		if !c.Trickle {
-			add(c.goodputRow("the other reads billed/s, start to the last billed", "bare client "))
-		}
-		add(Row{Measure: "the account's reads: next call after the 429, min / p50 / max (reads; missing)", Ours: gapsText(c.Recall),
-			Target: fmt.Sprintf(">= %s (60s clamped by max_server_wait)", secs(c.WaitFloor)), Met: met(c.Recall.within(c.WaitFloor, 0))})
-		add(c.pausesRow())
+		return append(c.goodput("the other reads billed/s, start to the last billed", "bare client "),
+			judged("the account's reads: next call after the 429, min / p50 / max (reads; missing)", c.Recall.String(),
+				fmt.Sprintf(">= %s (60s clamped by max_server_wait)", secs(c.WaitFloor)), c.Recall.within(c.WaitFloor, 0)),
+			pauses)
 	case cellRandom:
-		add(Row{Measure: "pauses; breaker opened", Ours: fmt.Sprintf("%d; %d", pr.Pauses, pr.BreakerOpened), Target: "0; 0",
-			Met: met(pr.Pauses == 0 && pr.BreakerOpened == 0)})
-		limitShare := 0.0
+		held := 0.0
 		if c.LimitBound > 0 {
-			limitShare = float64(pr.LimitMedian) / float64(c.LimitBound)
+			held = float64(pr.LimitMedian) / float64(c.LimitBound)
 		}
-		add(Row{Measure: "adaptive limit: median of 100ms samples / its bound", Ours: fmt.Sprintf("%d / %d", pr.LimitMedian, c.LimitBound),
-			Ratio: ratio(limitShare), Target: fmt.Sprintf(">= %.1f", matrixLimitShare), Met: met(limitShare >= matrixLimitShare)})
-		add(Row{Measure: fmt.Sprintf("reads dead-lettered exhausted; chance: %d x %.1f^%d, %dσ band", c.Reads, randomFailShare, attempts, matrixSigmas),
-			Baseline: fmt.Sprintf("expected %.1f (%.1f-%.1f)", c.Expected, c.BandLow, c.BandHigh), Ours: fmt.Sprintf("%d%s", c.Exhausted, notDrained(pr)),
-			Target: "inside the band", Met: met(pr.Drained && inBand(c.Exhausted, c.BandLow, c.BandHigh))})
+		limit := judged("adaptive limit: median of 100ms samples / its bound", fmt.Sprintf("%d / %d", pr.LimitMedian, c.LimitBound),
+			fmt.Sprintf(">= %.1f", matrixLimitShare), held >= matrixLimitShare)
+		limit.Ratio = ratio(held)
+		band := judged(fmt.Sprintf("reads dead-lettered exhausted; chance: %d x %.1f^%d, %dσ band", c.Reads, randomFailShare, attempts, matrixSigmas),
+			fmt.Sprintf("%d%s", c.Exhausted, notDrained(pr)), "inside the band", pr.Drained && inBand(c.Exhausted, c.BandLow, c.BandHigh))
+		band.Baseline = fmt.Sprintf("expected %.1f (%.1f-%.1f)", c.Expected, c.BandLow, c.BandHigh)
+		return []Row{judged("pauses; breaker opened", fmt.Sprintf("%d; %d", pr.Pauses, pr.BreakerOpened), "0; 0", pr.Pauses == 0 && pr.BreakerOpened == 0),
+			limit, band}
 	case cellJoin:
-		add(Row{Measure: "breaker opened", Ours: fmt.Sprint(pr.BreakerOpened), Target: "0", Met: met(pr.BreakerOpened == 0)})
 		fair := c.Capacity / (crowdClients + 1)
-		add(Row{Measure: fmt.Sprintf("the replica's billed/s against its fair share C/%d", crowdClients+1),
-			Baseline: fmt.Sprintf("C/%d %s; the %d clients %s", crowdClients+1, rate(fair), crowdClients, rate(c.CrowdPerSec)),
-			Ours:     rate(c.ReplicaPerSec), Ratio: ratio(c.ReplicaPerSec / fair),
-			Target: fmt.Sprintf(">= %.1f (the bench's bar)", matrixJoinShare), Met: met(c.ReplicaPerSec >= matrixJoinShare*fair)})
+		share := judged(fmt.Sprintf("the replica's billed/s against its fair share C/%d", crowdClients+1), rate(c.ReplicaPerSec),
+			fmt.Sprintf(">= %.1f (the bench's bar)", matrixJoinShare), c.ReplicaPerSec >= matrixJoinShare*fair)
+		share.Baseline, share.Ratio = fmt.Sprintf("C/%d %s; the %d clients %s", crowdClients+1, rate(fair), crowdClients, rate(c.CrowdPerSec)), ratio(c.ReplicaPerSec/fair)
+		return []Row{breaker, share}
 	case cellDown:
-		add(c.deadLetteredRow())
-		add(Row{Measure: "calls while down", Ours: fmt.Sprint(c.DownCalls)})
 		recovered := "not all billed"
 		if c.AllBilled {
 			recovered = ms(c.Recovery)
 		}
-		add(Row{Measure: "every read billed: the last bill after the engine's return", Ours: recovered,
-			Target: "<= " + secs(matrixRecovery), Met: met(c.AllBilled && c.Recovery <= matrixRecovery)})
+		return []Row{dead, {Measure: "calls while down", Ours: fmt.Sprint(c.DownCalls)},
+			judged("every read billed: the last bill after the engine's return", recovered, "<= "+secs(matrixRecovery), c.AllBilled && c.Recovery <= matrixRecovery)}
 	}
-	add(Row{Measure: "breaker opened; pauses; limit median / bound; retries spent / denied; shed; dead-lettered; diagnostics",
-		Ours: fmt.Sprintf("%d; %d; %d / %d; %d / %d; %s; %s; %s", pr.BreakerOpened, pr.Pauses, pr.LimitMedian, c.LimitBound,
-			pr.RetriesSpent, pr.RetriesDenied, share(pr.Shed, pr.Calls), byReason(pr), diagnostics(pr.Diagnostics))})
-	return rows
+	return nil
 }
 
-// goodputRow judges the product's goodput against the bare client's.
-func (c EngineCell) goodputRow(measure, bare string) Row {
-	r, ok := goodputRatio(c.Goodput, c.BareGoodput, c.GoodputDone, c.BareDone, matrixGoodput)
-	return Row{Measure: measure, Baseline: bare + stalled(c.BareGoodput, c.BareDone), Ours: stalled(c.Goodput, c.GoodputDone),
-		Ratio: ratio(r), Target: fmt.Sprintf(">= %.1f", matrixGoodput), Met: met(ok)}
+// judged is the row of a target: what it measures, what the cell did, the
+// target and whether it was met.
+func judged(measure, ours, target string, ok bool) Row {
+	return Row{Measure: measure, Ours: ours, Target: target, Met: met(ok)}
 }
 
-func (c EngineCell) pausesRow() Row {
-	return Row{Measure: "pauses (engine_pauses_total)", Ours: fmt.Sprint(c.Product.Pauses), Target: "0", Met: met(c.Product.Pauses == 0)}
-}
-
-func (c EngineCell) deadLetteredRow() Row {
-	pr := c.Product
-	return Row{Measure: "dead-lettered", Ours: byReason(pr) + notDrained(pr), Target: "0", Met: met(pr.Drained && pr.deadLettered() == 0)}
+// goodput is the row judging the product's goodput against the bare
+// client's (baseline names it): met when both billed every healthy read
+// and the ratio reached matrixGoodput. A trickle has no bare client, and
+// no such row.
+func (c EngineCell) goodput(measure, baseline string) []Row {
+	if c.Trickle {
+		return nil
+	}
+	r := 0.0
+	if c.BareGoodput > 0 {
+		r = c.Goodput / c.BareGoodput
+	}
+	return []Row{{Measure: measure, Baseline: baseline + stalled(c.BareGoodput, c.BareDone), Ours: stalled(c.Goodput, c.GoodputDone),
+		Ratio: ratio(r), Target: fmt.Sprintf(">= %.1f", matrixGoodput), Met: met(c.BareGoodput > 0 && c.GoodputDone && c.BareDone && r >= matrixGoodput)}}
 }
 
 // stalled is a goodput, marked when some healthy read was not billed.
@@ -140,10 +162,6 @@ func notDrained(r FleetRun) string {
 	return ""
 }
 
-func gapsText(g Gaps) string {
-	return fmt.Sprintf("%s / %s / %s (%d; %d)", ms(g.Min), ms(g.P50), ms(g.Max), g.Count, g.Missing)
-}
-
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
 // byReason is a fleet's dead-lettered reads, with their reasons.
@@ -159,54 +177,17 @@ func diagnostics(d map[string]int) string {
 	if len(d) == 0 {
 		return "none"
 	}
-	keys := slices.Sorted(maps.Keys(d))
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, d[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, d[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func lateness(l Lateness) string {
-	return fmt.Sprintf("%s / %s / %s (%d; %d)", ms(l.P50), ms(l.P90), ms(l.P99), l.Count, l.Missing)
-}
-
-// The engine matrix's targets, as numbers: each cell's rows judge its
-// figures with these.
-const (
-	// matrixGoodput is the share of a bare client's healthy goodput the
-	// product should reach, and of C a fleet against the capacity engine.
-	matrixGoodput = 0.9
-	// matrixShed is the most of its calls a fleet may see shed against the
-	// capacity engine.
-	matrixShed = 0.1
-	// matrixLateness bounds the retries' lateness at the 99th percentile.
-	matrixLateness = 100 * time.Millisecond
-	// matrixRecallMin and matrixRecallMax bound the gap from a 429 with
-	// Retry-After: 1 to its read's next call.
-	matrixRecallMin = time.Second
-	matrixRecallMax = 1500 * time.Millisecond
-	// matrixLimitShare is the least share of its bound the fleet's limit
-	// should hold (its median) against an engine that fails calls at random
-	// whatever the load.
-	matrixLimitShare = 0.9
-	// matrixSigmas is the width of the binomial band around the reads
-	// expected exhausted by chance, in standard deviations.
-	matrixSigmas = 3
-	// matrixJoinShare is the least share of its fair share (C over the
-	// clients and the replica) a replica joining a full engine should bill:
-	// the bench's bar, not the issue's.
-	matrixJoinShare = 0.5
-	// matrixRecovery is how soon after an outage ends every read should be
-	// billed.
-	matrixRecovery = 5 * time.Second
-)
-
 // longestChain is the most a read that fails every attempt may wait
 // between its first call and its last: the sum of the policy's ceilings
 // after attempts 1 to MaxAttempts-1 (15.5s for the production policy).
-func longestChain(p retry.Policy) time.Duration {
-	var d time.Duration
+func longestChain(p retry.Policy) (d time.Duration) {
 	for a := 1; a < p.MaxAttempts; a++ {
 		d += p.Ceiling(uint64(a))
 	}
@@ -222,9 +203,7 @@ func binomialBand(n int, p, k float64) (mean, lo, hi float64) {
 }
 
 // inBand reports whether a count lies in [lo, hi].
-func inBand(v int, lo, hi float64) bool {
-	return float64(v) >= lo && float64(v) <= hi
-}
+func inBand(v int, lo, hi float64) bool { return float64(v) >= lo && float64(v) <= hi }
 
 // Gaps are the gaps of a set of reads from their first call's answer to
 // their second call: Count measured, Missing not (a read called once).
@@ -236,67 +215,52 @@ type Gaps struct {
 	Max     time.Duration `json:"max_ns"`
 }
 
+// String is g as the table shows it.
+func (g Gaps) String() string {
+	return fmt.Sprintf("%s / %s / %s (%d; %d)", ms(g.Min), ms(g.P50), ms(g.Max), g.Count, g.Missing)
+}
+
 // within reports whether there is a gap, none is missing, and every one is
 // in [lo, hi] (hi 0: no upper bound).
 func (g Gaps) within(lo, hi time.Duration) bool {
 	return g.Count > 0 && g.Missing == 0 && g.Min >= lo && (hi == 0 || g.Max <= hi)
 }
 
-// recallGaps are the gaps of the reads of kind k (by index into kinds; read
-// i's key is Key(i)): from the answer of each one's first call to its
-// second.
+// recallGaps are the gaps of the reads of kind k (read i is kinds[i], its
+// key Key(i)).
 func recallGaps(ledger map[string][]simengine.Call, kinds []readKind, k readKind) Gaps {
 	var ds []time.Duration
-	missing := 0
+	var g Gaps
 	for i, kind := range kinds {
-		if kind != k {
-			continue
+		switch calls := ledger[Key(i)]; {
+		case kind != k:
+		case len(calls) < 2:
+			g.Missing++
+		default:
+			ds = append(ds, calls[1].At.Sub(answered(calls[0])))
 		}
-		calls := ledger[Key(i)]
-		if len(calls) < 2 {
-			missing++
-			continue
-		}
-		ds = append(ds, calls[1].At.Sub(answered(calls[0])))
 	}
-	g := Gaps{Count: len(ds), Missing: missing}
-	if len(ds) > 0 {
+	if g.Count = len(ds); g.Count > 0 {
 		slices.Sort(ds)
 		g.Min, g.P50, g.Max = ds[0], ds[len(ds)/2], ds[len(ds)-1]
 	}
 	return g
 }
 
-// goodputRatio is the product's goodput over the bare client's, and whether
-// it met target: both billed every healthy read, and the ratio reached it.
-func goodputRatio(product, bare float64, productDone, bareDone bool, target float64) (float64, bool) {
-	if bare <= 0 {
-		return 0, false
-	}
-	r := product / bare
-	return r, productDone && bareDone && r >= target
-}
-
-// attemptsMet reports whether every always-failing read was called exactly
-// attempts times and all of them were dead-lettered exhausted.
-func attemptsMet(callsMin, callsMax, attempts, exhausted, total int) bool {
-	return total > 0 && callsMin == attempts && callsMax == attempts && exhausted == total
-}
-
 // billedFrom is the healthy goodput of a phase that starts at from: the
 // bills answered at or after from, over the time from from to the last of
 // them. A phase billed entirely before from is measured from start instead
 // (a run too small to measure past its first second).
-func billedFrom(ledger map[string][]simengine.Call, start, from time.Time) (billed int, perSec float64) {
+func billedFrom(ledger map[string][]simengine.Call, start, from time.Time) float64 {
 	n, last := bills(ledger, from)
 	if n == 0 {
 		from = start
 		n, last = bills(ledger, from)
 	}
 	if n == 0 || !last.After(from) {
-		return n, 0
+		return 0
 	}
-	return n, float64(n) / last.Sub(from).Seconds()
+	return float64(n) / last.Sub(from).Seconds()
 }
 
 // bills counts the bills of the ledger answered at or after since, and

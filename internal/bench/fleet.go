@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/meterline/meter-consumer/config"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // maxReplicas bounds a fleet: each replica is a connection, 32 workers and
@@ -39,15 +40,9 @@ type fleetSpec struct {
 	replicas int
 	url      string
 	seed     uint64
-	// policy, when set, replaces the retry policy of the defaults; log,
-	// when set, receives each replica's log records (at the levels it
-	// enables) instead of the JSON logger writing nowhere.
-	policy retry.Policy
-	log    slog.Handler
-	// trace, when set, gets a line every traceEvery from the first
-	// replica's start until the fleet stops: the milliseconds since, the
-	// engine's calls and sheds (stats) and each replica's limit.
-	trace *tracer
+	policy   retry.Policy // when set, replaces the defaults' retry policy
+	log      slog.Handler // when set, gets each replica's log records instead of the JSON logger writing nowhere
+	trace    *tracer      // when set, gets the fleet's timeline
 }
 
 // fleet is a running fleet.
@@ -92,19 +87,9 @@ func (f *fleet) limits() []int {
 	return ls
 }
 
-// limitSum is the fleet's calls allowed in flight now: the sum of its
-// limits.
-func (f *fleet) limitSum() int {
-	sum := 0
-	for _, l := range f.limits() {
-		sum += l
-	}
-	return sum
-}
-
-// counter sums the samples of the counter or gauge meter_consumer_<name>
-// whose labels include want, over every replica.
-func (f *fleet) counter(name string, want map[string]string) float64 {
+// counter sums the counter or gauge meter_consumer_<name> over every
+// replica, of the samples with each label of labels (name, value pairs).
+func (f *fleet) counter(name string, labels ...string) int {
 	var sum float64
 	for _, reg := range f.regs {
 		mfs, err := reg.Gather()
@@ -115,54 +100,90 @@ func (f *fleet) counter(name string, want map[string]string) float64 {
 			if mf.GetName() != "meter_consumer_"+name {
 				continue
 			}
-		metrics:
 			for _, m := range mf.GetMetric() {
-				labels := map[string]string{}
+				have := map[string]string{}
 				for _, lp := range m.GetLabel() {
-					labels[lp.GetName()] = lp.GetValue()
+					have[lp.GetName()] = lp.GetValue()
 				}
-				for k, v := range want {
-					if labels[k] != v {
-						continue metrics
-					}
+				ok := true
+				for i := 0; i+1 < len(labels); i += 2 {
+					ok = ok && have[labels[i]] == labels[i+1]
 				}
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				if ok {
+					sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
 			}
 		}
 	}
-	return sum
+	return int(sum)
 }
 
-func median(v []int) int {
-	if len(v) == 0 {
-		return 0
+// diagnostics are the fleet's FleetRun.Diagnostics.
+func (f *fleet) diagnostics() map[string]int {
+	out := map[string]int{}
+	add := func(key, name string, labels ...string) {
+		if n := f.counter(name, labels...); n > 0 {
+			out[key] = n
+		}
 	}
-	v = slices.Clone(v)
-	slices.Sort(v)
-	return v[len(v)/2]
+	for _, why := range []string{"breaker", "shedding", "engine_down"} {
+		add("uncharged_"+why, "uncharged_failures_total", "why", why)
+	}
+	for _, op := range []string{"get", "put"} {
+		add("record_errors_"+op, "record_errors_total", "op", op)
+	}
+	add("leases_lost", "leases_lost_total")
+	add("hand_backs", "hand_backs_total")
+	add("settle_errors", "settle_errors_total")
+	return out
 }
 
 // seeded is a math/rand source seeded from seed and salt, for an engine.
 func seeded(seed, salt uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, salt)) }
 
-// diagnostics returns the fleet's sums of the counters that explain a
-// read's calls beyond its attempts, those not zero (see
-// FleetRun.Diagnostics).
-func (f *fleet) diagnostics() map[string]int {
-	out := map[string]int{}
-	add := func(key, name string, want map[string]string) {
-		if n := int(f.counter(name, want)); n > 0 {
-			out[key] = n
+// traceEvery is how often a traced fleet is sampled.
+const traceEvery = 5 * time.Millisecond
+
+// tracer writes a fleet's timeline (Config.EnginesTrace), a tab-separated
+// line every traceEvery from its first replica's start until it stops: the
+// cell, the milliseconds since, the engine's calls and sheds so far, and
+// each started replica's limit. It shows how a fleet finds an engine's
+// room, which the cell's totals do not.
+type tracer struct {
+	w     io.Writer
+	cell  string
+	stats func() simengine.Stats
+}
+
+// follow samples f until the function it returns is called; a nil tracer
+// samples nothing.
+func (t *tracer) follow(f *fleet) (stop func()) {
+	if t == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return every(traceEvery, func() {
+		st := t.stats()
+		fmt.Fprintf(t.w, "%s\t%d\t%d\t%d\t%v\n", t.cell, time.Since(start).Milliseconds(), st.Calls, st.Shed, f.limits())
+	})
+}
+
+// every calls sample every d in a goroutine of its own until the function
+// it returns is called (once or more), which waits for it.
+func every(d time.Duration, sample func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				sample()
+			}
 		}
-	}
-	for _, why := range []string{"breaker", "shedding", "engine_down"} {
-		add("uncharged_"+why, "uncharged_failures_total", map[string]string{"why": why})
-	}
-	for _, op := range []string{"get", "put"} {
-		add("record_errors_"+op, "record_errors_total", map[string]string{"op": op})
-	}
-	add("leases_lost", "leases_lost_total", nil)
-	add("hand_backs", "hand_backs_total", nil)
-	add("settle_errors", "settle_errors_total", nil)
-	return out
+	}()
+	return sync.OnceFunc(func() { close(quit); <-done })
 }

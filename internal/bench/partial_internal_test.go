@@ -23,26 +23,40 @@ func TestMixKindsAreExactAndSeeded(t *testing.T) {
 	assert.Equal(t, make([]readKind, 100), healthyMix.kinds(100, 7))
 }
 
-func TestAnswerByKind(t *testing.T) {
-	a := answer([]readKind{healthy, failOnce, tooMany, alwaysBad})
+// The account mix is exact. refusal answers each kind's failures at once,
+// 0 letting the call be served; answer gives them once served, and 200 for
+// the rest.
+func TestRefusalAndAnswerByKind(t *testing.T) {
+	kinds := accountMix.kinds(1000, 3)
+	assert.Equal(t, 50, count(kinds, throttled))
+	assert.Equal(t, 950, count(kinds, healthy))
+
+	all := []readKind{healthy, failOnce, tooMany, alwaysBad, throttled}
+	refuse, ans := refusal(all), answer(all)
 	tests := []struct {
-		give       int // read
-		wantFirst  int
-		wantSecond int
+		read                  int
+		wantFirst, wantSecond int
+		wantRetryAfter        string
 	}{
-		{0, http.StatusOK, http.StatusOK},
-		{1, http.StatusServiceUnavailable, http.StatusOK},
-		{2, http.StatusTooManyRequests, http.StatusOK},
-		{3, http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+		{0, 0, 0, ""},
+		{1, http.StatusServiceUnavailable, 0, ""},
+		{2, http.StatusTooManyRequests, 0, "1"},
+		{3, http.StatusServiceUnavailable, http.StatusServiceUnavailable, ""},
+		{4, http.StatusTooManyRequests, 0, "60"},
+		{99, 0, 0, ""}, // a read of no kind: served
 	}
+	orOK := func(status int) int { return max(status, http.StatusOK) }
 	for _, tt := range tests {
-		first, h := a(Key(tt.give), 1)
-		second, _ := a(Key(tt.give), 2)
-		assert.Equal(t, tt.wantFirst, first, "read %d", tt.give)
-		assert.Equal(t, tt.wantSecond, second, "read %d", tt.give)
-		if tt.wantFirst == http.StatusTooManyRequests {
-			assert.Equal(t, "1", h.Get("Retry-After"))
-		}
+		first, h := refuse(Key(tt.read), 1)
+		second, _ := refuse(Key(tt.read), 2)
+		assert.Equal(t, tt.wantFirst, first, "read %d", tt.read)
+		assert.Equal(t, tt.wantSecond, second, "read %d", tt.read)
+		assert.Equal(t, tt.wantRetryAfter, h.Get("Retry-After"), "read %d", tt.read)
+		first, h = ans(Key(tt.read), 1)
+		second, _ = ans(Key(tt.read), 2)
+		assert.Equal(t, orOK(tt.wantFirst), first, "answer, read %d", tt.read)
+		assert.Equal(t, orOK(tt.wantSecond), second, "answer, read %d", tt.read)
+		assert.Equal(t, tt.wantRetryAfter, h.Get("Retry-After"), "answer, read %d", tt.read)
 	}
 }
 
@@ -64,16 +78,14 @@ func TestPartialOutcome(t *testing.T) {
 	naks := newNakCapture()
 	naks.delays[2] = []asked{{at: at(16), delay: 50 * time.Millisecond}}
 	naks.delays[3] = []asked{{at: at(11), delay: 40 * time.Millisecond}, {at: at(71), delay: 200 * time.Millisecond}}
-	run := partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks,
-		deadLettered: func(i int) bool { return i == 2 }}.measure()
+	dead := map[int]string{2: "exhausted"}
+	var run EngineCell
+	partialOutcome{ledger: ledger, kinds: kinds, start: t0, elapsed: time.Second, naks: naks,
+		deadLettered: func(i int) (string, bool) { r, ok := dead[i]; return r, ok }}.measure(&run)
 
-	assert.Equal(t, 2, run.Healthy)
-	assert.Equal(t, 2, run.HealthyBilled)
-	assert.True(t, run.HealthyDone)
-	assert.Equal(t, 120*time.Millisecond, run.HealthyElapsed, "the last healthy read answered at 100+20")
-	assert.InDelta(t, 2/0.12, run.Goodput, 1e-9)
-	assert.Equal(t, 1, run.AlwaysBad)
-	assert.Equal(t, []int{3, 3}, []int{run.AlwaysCallsMin, run.AlwaysCallsMax})
+	assert.True(t, run.GoodputDone)
+	assert.InDelta(t, 2/0.12, run.Goodput, 1e-9, "2 healthy reads, the last answered at 100+20ms")
+	assert.Equal(t, []int{1, 3, 3, 1}, []int{run.AlwaysBad, run.AlwaysCallsMin, run.AlwaysCallsMax, run.AlwaysExhausted})
 	assert.Zero(t, run.BillableDeadLettered, "the always-503 read dead-lettered is not billable")
 	// Late: read 1 80-15-50 = 15ms; read 2 60-10-40 = 10ms, 300-70-200 = 30ms.
 	assert.Equal(t, Lateness{Count: 3, Percentiles: Percentiles{P50: 15 * time.Millisecond, P90: 30 * time.Millisecond,
@@ -81,13 +93,14 @@ func TestPartialOutcome(t *testing.T) {
 }
 
 func TestPartialOutcomeNotDrained(t *testing.T) {
-	kinds := []readKind{healthy, healthy, alwaysBad}
+	kinds := []readKind{healthy, healthy, alwaysBad, failOnce}
 	ledger := map[string][]simengine.Call{Key(0): {{At: time.Unix(1, 0), Outcome: simengine.Billed}}}
-	run := partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
-		deadLettered: func(int) bool { return false }}.measure()
-	assert.False(t, run.HealthyDone)
-	assert.Equal(t, 4*time.Second, run.HealthyElapsed, "the deadline, when some healthy read was not billed")
-	assert.InDelta(t, 0.25, run.Goodput, 1e-9)
+	var run EngineCell
+	partialOutcome{ledger: ledger, kinds: kinds, start: time.Unix(0, 0), elapsed: 4 * time.Second, naks: newNakCapture(),
+		deadLettered: func(i int) (string, bool) { return "", i == 3 }}.measure(&run)
+	assert.False(t, run.GoodputDone)
+	assert.InDelta(t, 0.25, run.Goodput, 1e-9, "over the deadline, when some healthy read was not billed")
 	require.Equal(t, 1, run.AlwaysBad)
 	assert.Zero(t, run.AlwaysCallsMax)
+	assert.Equal(t, 1, run.BillableDeadLettered)
 }
