@@ -3,8 +3,7 @@
 // and noisy, so a ratio to a baseline measured a moment before says much more
 // than an absolute figure.
 //
-// Every scenario but process runs on an in-process NATS server with
-// JetStream, meter reads published to it:
+// The scenarios, all but process on an in-process NATS server with JetStream:
 //
 //   - overhead: the pipeline with a no-op sink against a bare Consume loop
 //     that only acks (and, as diagnostics, that loop fanned out to 32
@@ -14,12 +13,11 @@
 //   - steady: a steady 20% transient failure rate, held in process or NAKed
 //     with NakWithDelay, and the spread and lateness of the redeliveries;
 //   - engines: the engine matrix of issue 39, once per retry policy: fleets of
-//     the production pipeline draining rate engines of many shapes (capacity,
-//     healthy, partial failures, throttled, random failures, a crowded engine,
-//     an outage), each cell after the bare client and against its target;
+//     the production pipeline draining rate engines of many shapes, each cell
+//     after the bare client and against its target;
 //   - process: the consumer binary and a bare consumer, each a process of its
-//     own, alternately, against a nats-server process: reads/s and, per read,
-//     CPU, allocations, GC cycles and syscalls, and the binary's peak RSS.
+//     own, against a nats-server process: reads/s, and per read CPU,
+//     allocations, GC cycles and syscalls.
 //
 // The bare client (bareRetrier: the product's HTTP sink, 32 goroutines, none
 // of its controls) is the storm's, the steady's and the matrix's baseline.
@@ -27,9 +25,7 @@
 // wiring (see product); the overhead's, the storm's and the steady's run
 // without the breaker (but in the overhead's +breaker row), the adaptive
 // limit, the retry budget and the records (isolatedConfig), as the runs
-// before those were added did. The overhead and the storm drain through
-// env.drain, which measures the process CPU; the steady and the matrix
-// through env.drive.
+// before those were added did.
 //
 // Run returns a Report; WriteTable prints it; cmd/consumer-bench is the
 // command. Random sources are seeded from Config.Seed where they can be. The
