@@ -17,10 +17,6 @@ import (
 	"github.com/meterline/meter-consumer/internal/meter"
 )
 
-// binDir holds the binaries the load tests build (load_test.go), removed
-// once the tests end.
-var binDir string
-
 // bareEnv makes the test binary the process scenario's bare consumer: with
 // it set, TestMain runs bench.BareConsumer on the arguments instead of the
 // tests.
@@ -38,9 +34,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
@@ -51,35 +44,36 @@ func TestMain(m *testing.M) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	cfg := bench.Defaults()
-	require.NoError(t, cfg.Validate())
-	cfg.Replicas = []int{1, 65}
-	assert.ErrorContains(t, cfg.Validate(), "replicas 65 must be in [1, 64]")
-	cfg.Replicas = nil
-	assert.ErrorContains(t, cfg.Validate(), "at least one fleet size")
-	cfg.Scenarios = []string{"overhead"}
-	assert.NoError(t, cfg.Validate(), "no engine matrix, no fleet size needed")
-	cfg = bench.Defaults()
-	cfg.Scenarios = []string{"overhead", "nope"}
-	assert.ErrorContains(t, cfg.Validate(), `unknown scenario "nope"`)
-	cfg = bench.Smoke()
-	cfg.Pulls = nil
-	assert.Error(t, cfg.Validate())
-
-	cfg = bench.Defaults()
-	cfg.EnginesFleets = []int{0}
-	assert.ErrorContains(t, cfg.Validate(), "engines fleet 0 must be in [1, 64]")
-	cfg = bench.Defaults()
-	cfg.EnginesPolicies = nil
-	assert.ErrorContains(t, cfg.Validate(), "at least one policy")
-	cfg.Scenarios = []string{"storm"}
-	assert.NoError(t, cfg.Validate(), "no engine matrix, no policy needed")
-	p, err := bench.EnginesPolicyNamed("short")
+	short, err := bench.EnginesPolicyNamed("short")
 	require.NoError(t, err)
-	p.Trickle = 0
-	cfg = bench.Defaults()
-	cfg.EnginesPolicies = []bench.EnginesPolicy{p}
-	assert.ErrorContains(t, cfg.Validate(), "a trickle of 1s or more")
+	short.Trickle = 0
+	tests := []struct {
+		name   string
+		mutate func(*bench.Config)
+		want   string // "": valid
+	}{
+		{"defaults", func(*bench.Config) {}, ""},
+		{"smoke", func(c *bench.Config) { *c = bench.Smoke() }, ""},
+		{"a fleet too big", func(c *bench.Config) { c.Replicas = []int{1, 65} }, "replicas 65 must be in [1, 64]"},
+		{"no fleet size", func(c *bench.Config) { c.Replicas = nil }, "at least one fleet size"},
+		{"no fleet size, no matrix", func(c *bench.Config) { c.Replicas, c.Scenarios = nil, []string{"overhead"} }, ""},
+		{"unknown scenario", func(c *bench.Config) { c.Scenarios = []string{"overhead", "nope"} }, `unknown scenario "nope"`},
+		{"no pull size", func(c *bench.Config) { c.Pulls = nil }, "at least one pull size"},
+		{"a pull of 0", func(c *bench.Config) { c.Pulls = []int{32, 0} }, "pull size 0 must be >= 1"},
+		{"a matrix fleet of 0", func(c *bench.Config) { c.EnginesFleets = []int{0} }, "engines fleet 0 must be in [1, 64]"},
+		{"no policy", func(c *bench.Config) { c.EnginesPolicies = nil }, "at least one policy"},
+		{"no policy, no matrix", func(c *bench.Config) { c.EnginesPolicies, c.Scenarios = nil, []string{"storm"} }, ""},
+		{"no trickle", func(c *bench.Config) { c.EnginesPolicies = []bench.EnginesPolicy{short} }, "a trickle of 1s or more"},
+	}
+	for _, tt := range tests {
+		cfg := bench.Defaults()
+		tt.mutate(&cfg)
+		if err := cfg.Validate(); tt.want == "" {
+			assert.NoError(t, err, tt.name)
+		} else {
+			assert.ErrorContains(t, err, tt.want, tt.name)
+		}
+	}
 }
 
 func TestBodyIsAValidReadOfAboutTwoHundredBytes(t *testing.T) {
@@ -93,6 +87,8 @@ func TestBodyIsAValidReadOfAboutTwoHundredBytes(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, i, got)
 	}
+	assert.Equal(t, `{"meter_id":"MTR-0001042","read_at":"2026-11-30T07:00:00Z","quantity":"2042.042","unit":"kWh",`+
+		`"head_end":"north-substation-07","register":"import-active-energy-total","firmware":"4.2.1-r17"}`, string(bench.Body(1042)))
 	_, ok := bench.Index("MTR-x@2026-11-30T07:00:00Z")
 	assert.False(t, ok)
 }

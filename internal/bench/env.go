@@ -27,8 +27,8 @@ type env struct {
 	topo topology.Topology
 }
 
-// productionTopology is the topology the binary uses with its defaults:
-// AckWait 30s, MaxAckPending 10000.
+// productionTopology is the topology of the binary's defaults: AckWait 30s,
+// MaxAckPending 10000.
 func productionTopology() topology.Topology { return service.Topology(config.Default()) }
 
 func newEnv(url string) (*env, error) {
@@ -68,7 +68,7 @@ func (e *env) reset(ctx context.Context) error {
 }
 
 // durable creates a fresh durable with the production consumer settings and
-// maxAckPending (0 keeps the production 10000).
+// maxAckPending (0 keeps the production 10000), and an empty records bucket.
 func (e *env) durable(ctx context.Context, name string, maxAckPending int) (jetstream.Consumer, error) {
 	cfg := e.topo.ConsumerConfig()
 	cfg.Durable = name
@@ -79,8 +79,8 @@ func (e *env) durable(ctx context.Context, name string, maxAckPending int) (jets
 	if err != nil {
 		return nil, fmt.Errorf("create durable %s: %w", name, err)
 	}
-	// Its records bucket, fresh: the stream was recreated, and sequences
-	// start again.
+	// The stream was recreated and its sequences start again: records of an
+	// earlier run would stand for other reads.
 	topo := e.topo
 	topo.Durable = name
 	if err := e.js.DeleteKeyValue(ctx, topo.Bucket()); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -102,6 +102,11 @@ func (e *env) drop(ctx context.Context, name string) {
 // was settled.
 var errEnded = errors.New("stopped consuming before the backlog was settled")
 
+// infoTimeout bounds one poll of a durable: an API request that goes
+// unanswered (rarely, under load) must not hold a measurement for the
+// client's default 5s.
+const infoTimeout = 500 * time.Millisecond
+
 // waitAcked polls the durable every `every` until its ack floor reaches
 // last, ctx ends, or ended is closed, giving each floor read to seen (when
 // set; an error from it ends the wait). It returns the longest time the
@@ -113,7 +118,9 @@ func (e *env) waitAcked(ctx context.Context, cons jetstream.Consumer, last uint6
 	var stall time.Duration
 	moved := time.Now()
 	for {
-		info, err := infoWithin(ctx, cons, infoTimeout)
+		ictx, cancel := context.WithTimeout(ctx, infoTimeout)
+		info, err := cons.Info(ictx)
+		cancel()
 		if err == nil {
 			if info.AckFloor.Stream != floor {
 				floor, moved = info.AckFloor.Stream, time.Now()
@@ -139,17 +146,6 @@ func (e *env) waitAcked(ctx context.Context, cons jetstream.Consumer, last uint6
 		case <-t.C:
 		}
 	}
-}
-
-// infoTimeout bounds one poll of a durable: an API request that goes
-// unanswered (rarely, under load) must not hold a measurement for the
-// client's default 5s.
-const infoTimeout = 500 * time.Millisecond
-
-func infoWithin(ctx context.Context, cons jetstream.Consumer, d time.Duration) (*jetstream.ConsumerInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return cons.Info(ctx)
 }
 
 // drainConn drains nc, flushing its acks, and waits for it to close.

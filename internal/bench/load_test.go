@@ -6,11 +6,10 @@
 package bench_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +19,9 @@ import (
 	"github.com/meterline/meter-consumer/internal/bench"
 )
 
-// consumerBinary builds the consumer binary once for the package's tests:
-// the scenarios that run it as a process run the real one, as
-// consumer-bench does.
-var consumerBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "bench-consumer")
-	if err != nil {
-		return "", err
-	}
-	binDir = dir
-	return bench.BuildConsumer(context.Background(), dir)
-})
-
-// natsServerBinary builds nats-server once, for the process scenario.
-var natsServerBinary = sync.OnceValues(func() (string, error) {
-	if _, err := consumerBinary(); err != nil { // makes binDir
-		return "", err
-	}
-	return bench.BuildNATSServer(context.Background(), binDir)
-})
-
 func TestRunSmoke(t *testing.T) {
 	cfg := bench.Smoke()
-	cfg.N, cfg.StormN, cfg.SteadyFor = 1000, 200, time.Second
-	cfg.Pulls = []int{32, 64}
+	cfg.N, cfg.StormN, cfg.SteadyFor, cfg.Pulls = 1000, 200, time.Second, []int{32, 64}
 	// TestProcessScenario and TestEnginesScenario run theirs with their
 	// own sizes.
 	cfg.Scenarios = []string{bench.ScenarioOverhead, bench.ScenarioStorm, bench.ScenarioSteady}
@@ -53,11 +31,10 @@ func TestRunSmoke(t *testing.T) {
 	require.NotNil(t, rep.Overhead)
 	require.Len(t, rep.Overhead.Rows, 3, "one row per pull size, and the first with the breaker")
 	for _, row := range rep.Overhead.Rows {
-		assert.Len(t, row.Bare.Runs, 2)
-		assert.Len(t, row.FanOut.Runs, 2)
-		assert.Len(t, row.FanOutDecode.Runs, 2, "the fan-out decoding each read ran as often")
-		assert.Positive(t, row.FanOutDecode.MsgsPerSec)
-		assert.Len(t, row.Ours.Runs, 2)
+		for _, r := range []bench.Rate{row.Bare, row.FanOut, row.FanOutDecode, row.Ours} {
+			assert.Len(t, r.Runs, 2)
+			assert.Positive(t, r.MsgsPerSec)
+		}
 		assert.Positive(t, row.Ratio)
 	}
 	require.NotNil(t, rep.Storm)
@@ -93,15 +70,11 @@ func TestEnginesScenario(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, rep.Engines)
 	require.Len(t, rep.Engines.Runs, 1)
-	cells := rep.Engines.Runs[0].Cells
 	var kinds []string
-	for _, c := range cells {
+	for _, c := range rep.Engines.Runs[0].Cells {
 		kinds = append(kinds, c.Kind)
 		assert.Positive(t, c.Product.Calls, "%s: the product called the engine", c.Engine)
 		assert.Positive(t, c.Reads, c.Engine)
-	}
-	assert.Equal(t, []string{"capacity", "healthy", "healthy", "mix", "mix", "mix", "switch", "account", "account", "random", "join", "down"}, kinds)
-	for _, c := range cells {
 		switch c.Kind {
 		case "healthy":
 			assert.Positive(t, c.BareGoodput, "the bare client ran first")
@@ -113,6 +86,7 @@ func TestEnginesScenario(t *testing.T) {
 			assert.Positive(t, c.DownCalls, "the engine was down")
 		}
 	}
+	assert.Equal(t, []string{"capacity", "healthy", "healthy", "mix", "mix", "mix", "switch", "account", "account", "random", "join", "down"}, kinds)
 
 	var table strings.Builder
 	require.NoError(t, bench.WriteTable(&table, rep))
@@ -145,18 +119,19 @@ func TestEnginesScenario(t *testing.T) {
 }
 
 // TestProcessScenario runs the bare consumer (this test binary, see
-// TestMain) and the product binary as processes against a nats-server
-// process: every read reaches the engine once with its key, both stop
-// cleanly, and every figure is measured.
+// TestMain) and the product binary, built as consumer-bench builds them, as
+// processes against a nats-server process: every read reaches the engine
+// once with its key, both stop cleanly, and every figure is measured.
 func TestProcessScenario(t *testing.T) {
 	t.Parallel()
-	bin, err := consumerBinary()
-	require.NoError(t, err)
-	srv, err := natsServerBinary()
-	require.NoError(t, err)
 	cfg := bench.Smoke()
 	cfg.Scenarios, cfg.ProcessN, cfg.ProcessRounds = []string{bench.ScenarioProcess}, 500, 2
-	cfg.Binary, cfg.NATSServer = bin, srv
+	dir := t.TempDir()
+	var err error
+	cfg.Binary, err = bench.BuildConsumer(t.Context(), dir)
+	require.NoError(t, err)
+	cfg.NATSServer, err = bench.BuildNATSServer(t.Context(), dir)
+	require.NoError(t, err)
 	cfg.Bare, cfg.BareEnv = []string{os.Args[0]}, []string{bareEnv}
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
@@ -168,16 +143,14 @@ func TestProcessScenario(t *testing.T) {
 	require.Len(t, p.Bare, 2)
 	require.Len(t, p.Product, 2)
 	require.Len(t, p.Ratios, 2)
-	for _, runs := range [][]bench.ProcessRun{p.Bare, p.Product} {
-		for _, r := range runs {
-			assert.Positive(t, r.ReadsPerSec)
-			assert.Positive(t, r.Mallocs, "allocations counted")
-			assert.Positive(t, r.AllocBytes)
-			assert.Positive(t, r.Syscalls, "syscalls counted")
-			assert.Positive(t, r.HWM)
-			assert.Equal(t, bench.KeyTally{Calls: 500}, r.Engine, "every read posted once, with its key")
-			assert.Equal(t, "exit status 0", r.Exit, "stopped cleanly by SIGTERM")
-		}
+	for _, r := range slices.Concat(p.Bare, p.Product) {
+		assert.Positive(t, r.ReadsPerSec)
+		assert.Positive(t, r.Mallocs, "allocations counted")
+		assert.Positive(t, r.AllocBytes)
+		assert.Positive(t, r.Syscalls, "syscalls counted")
+		assert.Positive(t, r.HWM)
+		assert.Equal(t, bench.KeyTally{Calls: 500}, r.Engine, "every read posted once, with its key")
+		assert.Equal(t, "exit status 0", r.Exit, "stopped cleanly by SIGTERM")
 	}
 	assert.Positive(t, p.Ratio.Median)
 	assert.LessOrEqual(t, p.Ratio.Min, p.Ratio.Median)

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -15,8 +17,7 @@ type Rate struct {
 	MsgsPerSec float64   `json:"msgs_per_sec"`
 	CPUMicros  float64   `json:"cpu_us_per_msg"`
 	Runs       []float64 `json:"runs_msgs_per_sec"`
-	// Stall is the longest time the ack floor did not move in any run
-	// (measured when the durable's ack floor is polled).
+	// Stall is the longest time the ack floor did not move in any run.
 	Stall time.Duration `json:"longest_stall_ns"`
 }
 
@@ -33,28 +34,16 @@ func (r run) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
 // best keeps the fastest of several runs, and every run's rate.
 func best(runs []run) Rate {
 	var out Rate
-	var top run
 	for _, r := range runs {
 		out.Runs = append(out.Runs, r.rate())
 		out.Stall = max(out.Stall, r.stall)
-		if top.n == 0 || r.rate() > top.rate() {
-			top = r
-		}
 	}
-	if top.n > 0 {
+	if len(runs) > 0 {
+		top := slices.MaxFunc(runs, func(a, b run) int { return cmp.Compare(a.rate(), b.rate()) })
 		out.MsgsPerSec = top.rate()
 		out.CPUMicros = float64(top.cpu.Nanoseconds()) / float64(top.n) / 1e3
 	}
 	return out
-}
-
-// timeRun measures f after a collection, so garbage from an earlier run is
-// not charged to this one.
-func timeRun(n int, f func() error) (run, error) {
-	runtime.GC()
-	cpu0, t0 := processCPU(), time.Now()
-	err := f()
-	return run{n: n, elapsed: time.Since(t0), cpu: processCPU() - cpu0}, err
 }
 
 // drainTimeout bounds one pass over n reads: generous, so only a hang trips it.
@@ -72,17 +61,16 @@ func (e *env) drain(ctx context.Context, durable string, maxAckPending, n int, l
 	defer e.drop(context.WithoutCancel(ctx), durable)
 	ctx, cancel := context.WithTimeout(ctx, drainTimeout(n))
 	defer cancel()
-	var r *running
-	var stall time.Duration
-	res, err := timeRun(n, func() error {
-		var err error
-		if r, err = start(ctx, durable); err != nil {
-			return err
-		}
-		stall, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, r.ended, nil)
-		return err
-	})
-	res.stall = stall
+	// A collection first, so that garbage from an earlier run is not charged
+	// to this one.
+	runtime.GC()
+	res := run{n: n}
+	cpu0, t0 := processCPU(), time.Now()
+	r, err := start(ctx, durable)
+	if err == nil {
+		res.stall, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, r.ended, nil)
+	}
+	res.elapsed, res.cpu = time.Since(t0), processCPU()-cpu0
 	if r != nil {
 		if serr := r.stop(); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stop: %w", serr))
@@ -92,4 +80,60 @@ func (e *env) drain(ctx context.Context, durable string, maxAckPending, n int, l
 		return run{}, fmt.Errorf("%s: %w", durable, err)
 	}
 	return res, nil
+}
+
+// Spread is how a set of redeliveries came back: the most in any window
+// against the mean per window over the band they were due in.
+type Spread struct {
+	Count        int     `json:"count"`
+	Peak         int     `json:"peak"`    // most in any window-long interval
+	Windows      int     `json:"windows"` // windows in the band
+	Mean         float64 `json:"mean"`    // Count / Windows
+	PeakOverMean float64 `json:"peak_over_mean"`
+}
+
+// spreadOf measures times (sorted in place) with a sliding window against a
+// band of windows windows.
+func spreadOf(times []time.Time, window time.Duration, windows int) Spread {
+	slices.SortFunc(times, time.Time.Compare)
+	s := Spread{Count: len(times), Peak: peakIn(times, window), Windows: max(windows, 1)}
+	s.Mean = float64(s.Count) / float64(s.Windows)
+	if s.Mean > 0 {
+		s.PeakOverMean = float64(s.Peak) / s.Mean
+	}
+	return s
+}
+
+// peakIn returns the most of sorted times in any interval [t, t+window).
+func peakIn(sorted []time.Time, window time.Duration) int {
+	peak, lo := 0, 0
+	for hi, t := range sorted {
+		for t.Sub(sorted[lo]) >= window {
+			lo++
+		}
+		peak = max(peak, hi-lo+1)
+	}
+	return peak
+}
+
+// windowsIn is how many window-long windows cover d (at least one).
+func windowsIn(d, window time.Duration) int {
+	return max(1, int((d+window-1)/window))
+}
+
+// Percentiles of a set of durations.
+type Percentiles struct {
+	P50 time.Duration `json:"p50_ns"`
+	P90 time.Duration `json:"p90_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// percentilesOf sorts ds in place.
+func percentilesOf(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(ds)
+	return Percentiles{P50: ds[len(ds)/2], P90: ds[len(ds)*90/100], P99: ds[len(ds)*99/100], Max: ds[len(ds)-1]}
 }

@@ -18,51 +18,21 @@ const readAt = "2026-11-30T07:00:00Z"
 // (so a unique derived idempotency key) and a decimal quantity built as a
 // string. The fields past unit are unknown to the contract and ignored.
 func Body(i int) []byte {
-	b := make([]byte, 0, 224)
-	b = append(b, `{"meter_id":"`...)
-	b = appendMeterID(b, i)
-	b = append(b, `","read_at":"`+readAt+`","quantity":"`...)
-	b = strconv.AppendInt(b, int64(1000+i%9000), 10)
-	b = append(b, '.')
-	frac := i % 1000
-	if frac < 100 {
-		b = append(b, '0')
-	}
-	if frac < 10 {
-		b = append(b, '0')
-	}
-	b = strconv.AppendInt(b, int64(frac), 10)
-	b = append(b, `","unit":"kWh","head_end":"north-substation-07","register":"import-active-energy-total","firmware":"4.2.1-r17"}`...)
-	return b
+	return fmt.Appendf(make([]byte, 0, 224), `{"meter_id":"MTR-%07d","read_at":"`+readAt+`","quantity":"%d.%03d",`+
+		`"unit":"kWh","head_end":"north-substation-07","register":"import-active-energy-total","firmware":"4.2.1-r17"}`, i, 1000+i%9000, i%1000)
 }
 
 // Key returns the idempotency key Decode derives for read i.
-func Key(i int) string {
-	return string(appendMeterID(nil, i)) + "@" + readAt
-}
+func Key(i int) string { return fmt.Sprintf("MTR-%07d@%s", i, readAt) }
 
 // Index returns i for the key of read i.
 func Index(key string) (int, bool) {
 	id, ok := strings.CutSuffix(key, "@"+readAt)
-	if !ok {
-		return 0, false
+	if id, ok2 := strings.CutPrefix(id, "MTR-"); ok && ok2 {
+		i, err := strconv.Atoi(id)
+		return i, err == nil && i >= 0
 	}
-	id, ok = strings.CutPrefix(id, "MTR-")
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.Atoi(id)
-	return i, err == nil && i >= 0
-}
-
-// appendMeterID appends MTR- and i, zero-padded to at least seven digits.
-func appendMeterID(b []byte, i int) []byte {
-	b = append(b, "MTR-"...)
-	digits := strconv.Itoa(i)
-	for range 7 - len(digits) {
-		b = append(b, '0')
-	}
-	return append(b, digits...)
+	return 0, false
 }
 
 // publishWindow bounds the asynchronous publishes in flight.
@@ -94,8 +64,7 @@ func publishBodies(ctx context.Context, js jetstream.JetStream, from, n int, bod
 		if err != nil {
 			return 0, fmt.Errorf("publish read %d: %w", i, err)
 		}
-		futs = append(futs, f)
-		if len(futs) == publishWindow {
+		if futs = append(futs, f); len(futs) == publishWindow {
 			if err := settle(); err != nil {
 				return 0, err
 			}
@@ -119,8 +88,7 @@ func await(ctx context.Context, f jetstream.PubAckFuture) (uint64, error) {
 // publishPaced publishes reads 0, 1, ... at rate per second for d and
 // returns the stream sequence of each, by read index.
 func publishPaced(ctx context.Context, js jetstream.JetStream, rate int, d time.Duration) ([]uint64, error) {
-	const tick = 5 * time.Millisecond
-	t := time.NewTicker(tick)
+	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	var futs []jetstream.PubAckFuture
 	start := time.Now()

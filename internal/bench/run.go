@@ -43,9 +43,7 @@ type RunConfig struct {
 	ProcessRounds int           `json:"process_rounds"`
 }
 
-// Run starts an in-process server (unless the process scenario, which runs
-// its own, is the only one) and runs the scenarios cfg selects, in
-// order, stopping at the first error.
+// Run runs the scenarios cfg selects, in order, stopping at the first error.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -57,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
 	}
-	// The process scenario runs its own nats-server process: alone, it
+	// The process scenario runs a nats-server process of its own: alone, it
 	// needs no in-process server idling beside its engine.
 	var e *env
 	if slices.ContainsFunc(rep.Config.Scenarios, func(s string) bool { return s != ScenarioProcess }) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/meterline/meter-consumer/config"
@@ -14,7 +15,7 @@ import (
 
 // Steady is a steady publish rate of which 20% of the reads (by key hash)
 // fail once, redelivered by the consumer (held in process, plain NAK when
-// due) and by the naive variant (NakWithDelay at once).
+// due) and by the bare client (NakWithDelay at once).
 type Steady struct {
 	Rate       int           `json:"rate_per_sec"`
 	For        time.Duration `json:"for_ns"`
@@ -42,15 +43,14 @@ func failsOnce(key string) bool {
 }
 
 func runSteady(ctx context.Context, e *env, cfg Config) (*Steady, error) {
-	rate := cfg.SteadyRate
-	out := &Steady{Rate: rate, For: cfg.SteadyFor, Policy: "retry defaults: base 500ms, cap 30s (first retry in [0, 500ms])"}
+	out := &Steady{Rate: cfg.SteadyRate, For: cfg.SteadyFor, Policy: "retry defaults: base 500ms, cap 30s (first retry in [0, 500ms])"}
 	for _, v := range []struct {
 		name       string
 		serverSide bool
 		to         *SteadyVariant
 	}{{"held", false, &out.Held}, {"server-side", true, &out.ServerSide}} {
 		var err error
-		if *v.to, out.Published, err = steadyVariant(ctx, e, cfg.SteadyFor, rate, v.serverSide); err != nil {
+		if *v.to, out.Published, err = steadyVariant(ctx, e, cfg.SteadyFor, cfg.SteadyRate, v.serverSide); err != nil {
 			return nil, fmt.Errorf("steady %s: %w", v.name, err)
 		}
 		cfg.progress("steady %s: peak/mean %.2f, lateness p50 %s p99 %s", v.name, v.to.Spread.PeakOverMean,
@@ -89,37 +89,43 @@ func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serve
 // its asked delay.
 func steadyOutcome(ledger map[string][]simengine.Call, seqs []uint64, naks *nakCapture) SteadyVariant {
 	var v SteadyVariant
-	var seconds []time.Time
+	var seconds, dues []time.Time
 	var late []time.Duration
-	var firstDue, lastDue time.Time
 	for key, calls := range ledger {
 		if !failsOnce(key) {
 			continue
 		}
 		v.Failed++
-		i, ok := Index(key)
-		if !ok || i >= len(seqs) || len(calls) < 2 {
-			v.Missing++
-			continue
+		var all []asked
+		if i, ok := Index(key); ok && i < len(seqs) {
+			all = naks.all(seqs[i])
 		}
-		all := naks.all(seqs[i])
-		if len(all) == 0 {
+		if len(calls) < 2 || len(all) == 0 {
 			v.Missing++
 			continue
 		}
 		asked := all[len(all)-1].delay
-		first, second := calls[0].At, calls[1].At
-		due := first.Add(asked)
-		if len(seconds) == 0 || due.Before(firstDue) {
-			firstDue = due
-		}
-		if len(seconds) == 0 || due.After(lastDue) {
-			lastDue = due
-		}
-		seconds = append(seconds, second)
-		late = append(late, second.Sub(first)-asked)
+		seconds = append(seconds, calls[1].At)
+		dues = append(dues, calls[0].At.Add(asked))
+		late = append(late, calls[1].At.Sub(calls[0].At)-asked)
 	}
-	v.Spread = spreadOf(seconds, spreadWindow, windowsIn(lastDue.Sub(firstDue), spreadWindow))
+	var band time.Duration
+	if len(dues) > 0 {
+		band = slices.MaxFunc(dues, time.Time.Compare).Sub(slices.MinFunc(dues, time.Time.Compare))
+	}
+	v.Spread = spreadOf(seconds, spreadWindow, windowsIn(band, spreadWindow))
 	v.Late = percentilesOf(late)
 	return v
+}
+
+func (s *Steady) rows() []Row {
+	b, o := s.ServerSide, s.Held
+	return named(fmt.Sprintf("steady %d/s, 20%% fail once", s.Rate),
+		Row{Measure: "redeliveries: peak/mean per 100ms over the due band",
+			Baseline: "NakWithDelay " + ratio(b.Spread.PeakOverMean), Ours: "held " + ratio(o.Spread.PeakOverMean),
+			Target: "ours <= 2", Met: met(o.Spread.PeakOverMean <= 2)},
+		Row{Measure: "lateness p50", Baseline: ms(b.Late.P50), Ours: ms(o.Late.P50)},
+		Row{Measure: "lateness p99", Baseline: ms(b.Late.P99), Ours: ms(o.Late.P99), Target: "ours <= 100 ms", Met: met(o.Late.P99 <= 100*time.Millisecond)},
+		Row{Measure: "failed reads measured (missing)",
+			Baseline: fmt.Sprintf("%d (%d)", b.Failed, b.Missing), Ours: fmt.Sprintf("%d (%d)", o.Failed, o.Missing)})
 }

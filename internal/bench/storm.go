@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,9 +37,10 @@ const (
 	spreadWindow       = 100 * time.Millisecond
 )
 
-// runStorm publishes cfg.StormN reads; the rate engine answers 503 to the
-// first call of every key and 200 to the next. Each variant drains them on
-// its own durable against its own rate engine.
+// runStorm publishes cfg.StormN reads, which every variant drains on its own
+// durable against its own rate engine, answering 503 to the first call of
+// every key and 200 to the next: ours with full jitter, and the bare client
+// with a fixed delay (what a JetStream BackOff gives).
 func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 	if err := e.reset(ctx); err != nil {
 		return nil, err
@@ -48,19 +50,18 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 		return nil, err
 	}
 	out := &Storm{N: cfg.StormN, MaxAckPending: stormMaxAckPending, Band: stormDelay, Window: spreadWindow}
-	jitter := func(url string) starter {
-		pc := isolatedConfig(0, retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6})
-		return ours(e, product{cfg: pc, url: url})
-	}
-	fixed := func(url string) starter {
-		return bareRetrier(e, bareSpec{url: url, policy: retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}, fixed: stormDelay,
-			naks: newNakCapture(), gaveUp: newSeqSet(), opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}})
-	}
+	policy := retry.Policy{Base: stormDelay, Cap: stormDelay, MaxAttempts: 6}
 	for _, v := range []struct {
 		name  string
 		start func(url string) starter
 		to    *StormVariant
-	}{{"jitter", jitter, &out.Jitter}, {"fixed", fixed, &out.Fixed}} {
+	}{
+		{"jitter", func(url string) starter { return ours(e, product{cfg: isolatedConfig(0, policy), url: url}) }, &out.Jitter},
+		{"fixed", func(url string) starter {
+			return bareRetrier(e, bareSpec{url: url, policy: policy, fixed: stormDelay, naks: newNakCapture(), gaveUp: newSeqSet(),
+				opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}})
+		}, &out.Fixed},
+	} {
 		if *v.to, err = stormVariant(ctx, e, cfg.StormN, last, "storm-"+v.name, v.start); err != nil {
 			return nil, fmt.Errorf("storm %s: %w", v.name, err)
 		}
@@ -90,25 +91,11 @@ func stormVariant(ctx context.Context, e *env, n int, last uint64, durable strin
 	if len(seconds) != n {
 		return StormVariant{}, fmt.Errorf("%d of %d reads were called twice", len(seconds), n)
 	}
-	v := StormVariant{Spread: spreadOf(seconds, spreadWindow, windowsIn(stormDelay, spreadWindow)), Drain: r.elapsed}
-	lo, hi := bounds(firsts)
-	v.FirstPass = hi.Sub(lo)
-	return v, nil
+	return StormVariant{Spread: spreadOf(seconds, spreadWindow, windowsIn(stormDelay, spreadWindow)), Drain: r.elapsed,
+		FirstPass: slices.MaxFunc(firsts, time.Time.Compare).Sub(slices.MinFunc(firsts, time.Time.Compare))}, nil
 }
 
-func bounds(ts []time.Time) (lo, hi time.Time) {
-	for i, t := range ts {
-		if i == 0 || t.Before(lo) {
-			lo = t
-		}
-		if i == 0 || t.After(hi) {
-			hi = t
-		}
-	}
-	return lo, hi
-}
-
-// failingOnce serves the storm and steady scenarios' engine: of unlimited
+// failingOnce serves the storm's and the steady's engine: of unlimited
 // capacity, answering 503 to the first call of a key fail selects and 200
 // to the rest, keeping the calls of the keys fail selects and of no other.
 func failingOnce(ctx context.Context, fail func(key string) bool) (*simengine.Server, error) {
@@ -118,4 +105,16 @@ func failingOnce(ctx context.Context, fail func(key string) bool) (*simengine.Se
 		}
 		return http.StatusOK, nil
 	}})
+}
+
+func (s *Storm) rows() []Row {
+	f, j := s.Fixed, s.Jitter
+	return named(fmt.Sprintf("storm %d x 503", s.N),
+		Row{Measure: "redeliveries: peak/mean per 100ms over the 2s band",
+			Baseline: "fixed 2s " + ratio(f.Spread.PeakOverMean), Ours: "jitter " + ratio(j.Spread.PeakOverMean),
+			Target: "ours <= 1.5, fixed >= 5", Met: met(j.Spread.PeakOverMean <= 1.5 && f.Spread.PeakOverMean >= 5)},
+		Row{Measure: "busiest 100ms (mean)", Baseline: fmt.Sprintf("%d (%.0f)", f.Spread.Peak, f.Spread.Mean),
+			Ours: fmt.Sprintf("%d (%.0f)", j.Spread.Peak, j.Spread.Mean)},
+		Row{Measure: "first failed pass", Baseline: ms(f.FirstPass), Ours: ms(j.FirstPass)},
+		Row{Measure: "time to drain", Baseline: ms(f.Drain), Ours: ms(j.Drain)})
 }

@@ -3,9 +3,15 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/gendoc"
 )
+
+// TableHeader is the header of the table of a bench run.
+var TableHeader = []string{"scenario", "measure", "baseline", "ours", "ratio", "target", "met"}
 
 // Row is one line of the report's table: a figure of the baseline and of
 // ours, their ratio where it means something, and the target.
@@ -19,83 +25,52 @@ type Row struct {
 	Met      string `json:"met"` // yes, no, or empty without a target
 }
 
-func met(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "no"
+// cells are the row's columns, in TableHeader's order.
+func (r Row) cells() []string {
+	return []string{r.Scenario, r.Measure, r.Baseline, r.Ours, r.Ratio, r.Target, r.Met}
 }
 
-func rate(v float64) string   { return fmt.Sprintf("%.0f/s", v) }
-func micros(v float64) string { return fmt.Sprintf("%.2f µs", v) }
-func ratio(v float64) string  { return fmt.Sprintf("%.2f", v) }
-func ms(d time.Duration) string {
-	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1e3)
-}
-
-// Rows flattens the report into table rows, scenario by scenario.
-func (r *Report) Rows() []Row {
-	var rows []Row
-	add := func(row Row) { rows = append(rows, row) }
-	if o := r.Overhead; o != nil {
-		for _, x := range o.Rows {
-			name := fmt.Sprintf("overhead pull %d", x.Pull)
-			if x.Breaker {
-				name += " +breaker"
-			}
-			add(Row{Scenario: name, Measure: "msgs/s, best of 2", Baseline: "bare " + rate(x.Bare.MsgsPerSec),
-				Ours: rate(x.Ours.MsgsPerSec), Ratio: ratio(x.Ratio), Target: ">= 0.85", Met: met(x.Ratio >= 0.85)})
-			add(Row{Scenario: name, Measure: "process CPU/msg (server incl.)", Baseline: micros(x.Bare.CPUMicros),
-				Ours: micros(x.Ours.CPUMicros), Ratio: ratio(x.Ours.CPUMicros / x.Bare.CPUMicros)})
-			add(Row{Scenario: name, Measure: "vs bare fan-out to 32 acking goroutines", Baseline: "fan-out " + rate(x.FanOut.MsgsPerSec) + ", " + micros(x.FanOut.CPUMicros),
-				Ours: rate(x.Ours.MsgsPerSec), Ratio: ratio(x.Ours.MsgsPerSec / x.FanOut.MsgsPerSec)})
-			if d := x.FanOutDecode; d.MsgsPerSec > 0 {
-				add(Row{Scenario: name, Measure: "vs the fan-out also parsing metadata and decoding each read", Baseline: "fan-out decoding " + rate(d.MsgsPerSec) + ", " + micros(d.CPUMicros),
-					Ours: rate(x.Ours.MsgsPerSec), Ratio: ratio(x.Ours.MsgsPerSec / d.MsgsPerSec)})
-				add(Row{Scenario: name, Measure: "the fan-out decoding vs the bare loop (the cost of the work no consumer skips)", Baseline: "bare " + rate(x.Bare.MsgsPerSec),
-					Ours: "fan-out decoding " + rate(d.MsgsPerSec), Ratio: ratio(d.MsgsPerSec / x.Bare.MsgsPerSec)})
-			}
-			if stall := max(x.Bare.Stall, x.FanOut.Stall, x.FanOutDecode.Stall, x.Ours.Stall); stall >= time.Second {
-				add(Row{Scenario: name, Measure: "longest ack-floor stall in a run", Baseline: fmt.Sprintf("bare %s, fan-out %s, fan-out decoding %s", ms(x.Bare.Stall), ms(x.FanOut.Stall), ms(x.FanOutDecode.Stall)),
-					Ours: ms(x.Ours.Stall)})
-			}
-		}
-	}
-	if s := r.Storm; s != nil {
-		name := fmt.Sprintf("storm %d x 503", s.N)
-		add(Row{Scenario: name, Measure: "redeliveries: peak/mean per 100ms over the 2s band",
-			Baseline: "fixed 2s " + ratio(s.Fixed.Spread.PeakOverMean), Ours: "jitter " + ratio(s.Jitter.Spread.PeakOverMean),
-			Target: "ours <= 1.5, fixed >= 5", Met: met(s.Jitter.Spread.PeakOverMean <= 1.5 && s.Fixed.Spread.PeakOverMean >= 5)})
-		add(Row{Scenario: name, Measure: "busiest 100ms (mean)", Baseline: fmt.Sprintf("%d (%.0f)", s.Fixed.Spread.Peak, s.Fixed.Spread.Mean),
-			Ours: fmt.Sprintf("%d (%.0f)", s.Jitter.Spread.Peak, s.Jitter.Spread.Mean)})
-		add(Row{Scenario: name, Measure: "first failed pass", Baseline: ms(s.Fixed.FirstPass), Ours: ms(s.Jitter.FirstPass)})
-		add(Row{Scenario: name, Measure: "time to drain", Baseline: ms(s.Fixed.Drain), Ours: ms(s.Jitter.Drain)})
-	}
-	if s := r.Steady; s != nil {
-		name := fmt.Sprintf("steady %d/s, 20%% fail once", s.Rate)
-		add(Row{Scenario: name, Measure: "redeliveries: peak/mean per 100ms over the due band",
-			Baseline: "NakWithDelay " + ratio(s.ServerSide.Spread.PeakOverMean), Ours: "held " + ratio(s.Held.Spread.PeakOverMean),
-			Target: "ours <= 2", Met: met(s.Held.Spread.PeakOverMean <= 2)})
-		add(Row{Scenario: name, Measure: "lateness p50", Baseline: ms(s.ServerSide.Late.P50), Ours: ms(s.Held.Late.P50)})
-		add(Row{Scenario: name, Measure: "lateness p99", Baseline: ms(s.ServerSide.Late.P99), Ours: ms(s.Held.Late.P99),
-			Target: "ours <= 100 ms", Met: met(s.Held.Late.P99 <= 100*time.Millisecond)})
-		add(Row{Scenario: name, Measure: "failed reads measured (missing)",
-			Baseline: fmt.Sprintf("%d (%d)", s.ServerSide.Failed, s.ServerSide.Missing), Ours: fmt.Sprintf("%d (%d)", s.Held.Failed, s.Held.Missing)})
-	}
-	if m := r.Engines; m != nil {
-		rows = append(rows, m.rows()...)
-	}
-	if p := r.Process; p != nil {
-		rows = append(rows, p.rows()...)
+// named sets the scenario of rows to name.
+func named(name string, rows ...Row) []Row {
+	for i := range rows {
+		rows[i].Scenario = name
 	}
 	return rows
 }
+
+// The formats of the table's cells.
+func met(ok bool) string        { return map[bool]string{true: "yes", false: "no"}[ok] }
+func rate(v float64) string     { return fmt.Sprintf("%.0f/s", v) }
+func micros(v float64) string   { return fmt.Sprintf("%.2f µs", v) }
+func ratio(v float64) string    { return fmt.Sprintf("%.2f", v) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1e3) }
 
 func share(part, whole int64) string {
 	if whole == 0 {
 		return "0 of 0"
 	}
 	return fmt.Sprintf("%.1f%% of %d", 100*float64(part)/float64(whole), whole)
+}
+
+// Rows flattens the report into table rows, scenario by scenario.
+func (r *Report) Rows() []Row {
+	var rows []Row
+	if r.Overhead != nil {
+		rows = append(rows, r.Overhead.rows()...)
+	}
+	if r.Storm != nil {
+		rows = append(rows, r.Storm.rows()...)
+	}
+	if r.Steady != nil {
+		rows = append(rows, r.Steady.rows()...)
+	}
+	if r.Engines != nil {
+		rows = append(rows, r.Engines.rows()...)
+	}
+	if r.Process != nil {
+		rows = append(rows, r.Process.rows()...)
+	}
+	return rows
 }
 
 // WriteTable prints the rows as an aligned table.
@@ -105,9 +80,9 @@ func WriteTable(w io.Writer, r *Report) error { return WriteRows(w, r, r.Rows())
 // report read back from --json, whose rows were saved with it.
 func WriteRows(w io.Writer, r *Report, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scenario\tmeasure\tbaseline\tours\tratio\ttarget\tmet\n")
+	fmt.Fprintln(tw, strings.Join(TableHeader, "\t"))
 	for _, row := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Scenario, row.Measure, row.Baseline, row.Ours, row.Ratio, row.Target, row.Met)
+		fmt.Fprintln(tw, strings.Join(row.cells(), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("table: %w", err)
@@ -119,4 +94,16 @@ func WriteRows(w io.Writer, r *Report, rows []Row) error {
 	_, err := fmt.Fprintf(w, "\n%s, %d CPUs, took %s. CPU figures are process CPU (getrusage), the in-process NATS server included.%s\n",
 		r.GoVersion, r.CPUs, r.Took.Round(time.Second), note)
 	return err
+}
+
+// PerformanceSection renders a report's table as the generated section of
+// docs/PERFORMANCE.md: a line saying when and where it ran, then the rows
+// (r.Rows(), or those of a saved --json report).
+func PerformanceSection(r *Report, table []Row) string {
+	rows := make([][]string, len(table))
+	for i, row := range table {
+		rows[i] = row.cells()
+	}
+	return gendoc.Render(r.Started, fmt.Sprintf(", %s, %d CPUs; the run took %s. Scenarios: %s.",
+		r.GoVersion, r.CPUs, r.Took.Round(time.Second), strings.Join(r.Config.Scenarios, ", ")), TableHeader, rows)
 }

@@ -69,35 +69,58 @@ func connect(ctx context.Context, e *env, name, durable string) (*nats.Conn, jet
 	return nc, js, cons, nil
 }
 
+// consume connects as name and Consumes the durable with handler: stop
+// stops it, then calls after and drains the connection. When it cannot
+// start, it calls after.
+func consume(ctx context.Context, e *env, name, durable string, handler jetstream.MessageHandler, after func(), opts ...jetstream.PullConsumeOpt) (*running, error) {
+	nc, _, cons, err := connect(ctx, e, name, durable)
+	if err != nil {
+		after()
+		return nil, err
+	}
+	cc, err := cons.Consume(handler, opts...)
+	if err != nil {
+		after()
+		nc.Close()
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	return &running{ended: cc.Closed(), stop: sync.OnceValue(func() error {
+		cc.Stop()
+		after()
+		var err error
+		select {
+		case <-cc.Closed():
+		case <-time.After(10 * time.Second):
+			err = errors.New("consume did not stop in 10s")
+		}
+		return errors.Join(err, drainConn(nc, 10*time.Second))
+	})}, nil
+}
+
 // product is a consumer as the binary builds it: service.Pipeline of a
 // configuration and its parts, on a connection of its own.
 type product struct {
 	cfg config.Config
-	// url is where its HTTP sink posts; without, its sink is the
-	// product's no-op one, which reports the bound of its calls as the
-	// HTTP sink does (the overhead's).
+	// url is where its HTTP sink posts; without, its sink is the no-op
+	// downstream.Discard, which reports the bound of its calls as the HTTP
+	// sink does (the overhead's).
 	url string
 	// log, when set, receives the consumer's log records (at the levels it
-	// enables) instead of the JSON logger at info writing nowhere.
-	log slog.Handler
-	// rand is the consumer's random source (nil: seeded from the clock).
-	rand retry.Source
+	// enables) instead of the binary's JSON logger at info, writing nowhere.
+	log  slog.Handler
+	rand retry.Source // nil: seeded from the clock
 	// records: the consumer keeps its records in the durable's bucket, as
 	// the binary does; without, it keeps none.
 	records bool
 }
 
-// isolatedConfig is the configuration of the overhead, storm and steady
-// scenarios' consumers: replicaConfig's, pulling pull reads at a time (0:
-// stream.AutoPullBatch), without the breaker (the overhead's +breaker row
-// turns it on), the adaptive limit and the retry budget; and they run
-// without records. Their figures so compare with the runs made before
-// those controls were added.
-//
-// A pull deeper than the production durable's ack wait holds rounds of
-// handler timeouts for takes, as the configuration derives it (a pull batch
-// and an ack wait given), a handler timeout that fits: the service refuses
-// the pull otherwise.
+// isolatedConfig is the configuration of the overhead's, the storm's and
+// the steady's consumers: replicaConfig's, pulling pull reads at a time (0:
+// stream.AutoPullBatch), without the breaker (but in the overhead's
+// +breaker row), the adaptive limit and the retry budget, so that their
+// figures compare with the runs made before those were added. A pull deeper than the ack wait allows at the default
+// handler timeout gets the shorter timeout the configuration would derive,
+// which the service checks.
 func isolatedConfig(pull int, policy retry.Policy) config.Config {
 	cfg := replicaConfig(policy)
 	cfg.Consumer.PullBatch = pull
@@ -109,12 +132,6 @@ func isolatedConfig(pull int, policy retry.Policy) config.Config {
 	}
 	cfg.Breaker.Enabled, cfg.Downstream.Adaptive, cfg.Retry.BudgetPercent = false, false, 0
 	return cfg
-}
-
-// discardLogger is the bench's pipelines' logger: JSON at info, as the
-// binary logs, writing nowhere.
-func discardLogger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // httpConcurrency is the calls in flight of the HTTP sink and of the bare
@@ -161,32 +178,37 @@ func (p product) start(ctx context.Context, e *env, durable, name string) (c *co
 	return c, err
 }
 
-func (p product) startLabelled(ctx context.Context, e *env, durable, name string) (*consumer, error) {
+func (p product) startLabelled(ctx context.Context, e *env, durable, name string) (_ *consumer, err error) {
 	nc, js, _, err := connect(ctx, e, name, durable)
 	if err != nil {
 		return nil, err
 	}
+	closeIdle := func() {}
+	defer func() {
+		if err != nil {
+			closeIdle()
+			nc.Close()
+		}
+	}()
 	cfg := p.cfg
 	cfg.Consumer.Durable = durable
 	set, err := topology.Lookup(ctx, js, service.Topology(cfg))
 	if err != nil {
-		nc.Close()
 		return nil, err
 	}
 	if !p.records {
 		set.Records = stream.KVRecords{}
 	}
 	var sink service.Sink = downstream.Discard{}
-	cleanup := func() {}
 	if p.url != "" {
 		h, err := httpSink(p.url)
 		if err != nil {
-			nc.Close()
 			return nil, err
 		}
-		sink, cleanup = h, h.CloseIdle
+		sink, closeIdle = h, h.CloseIdle
 	}
-	logger := discardLogger()
+	// The binary's logger, writing nowhere.
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if p.log != nil {
 		logger = slog.New(p.log)
 	}
@@ -197,13 +219,10 @@ func (p product) startLabelled(ctx context.Context, e *env, durable, name string
 	reg := prometheus.NewRegistry()
 	pipe, lim, err := service.Pipeline(cfg, service.Parts{Conn: nc, JS: js, Set: set, Sink: sink, Registry: reg, Logger: logger, Rand: rnd})
 	if err != nil {
-		cleanup()
-		nc.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	ended := make(chan struct{})
+	done, ended := make(chan error, 1), make(chan struct{})
 	go func() {
 		done <- pipe.Run(runCtx, set.Consumer)
 		close(ended)
@@ -211,7 +230,7 @@ func (p product) startLabelled(ctx context.Context, e *env, durable, name string
 	return &consumer{limiter: lim, registry: reg, running: &running{ended: ended, stop: sync.OnceValue(func() error {
 		cancel()
 		err := errors.Join(<-done, drainConn(nc, 10*time.Second))
-		cleanup()
+		closeIdle()
 		return err
 	})}}, nil
 }
@@ -224,11 +243,11 @@ func stopAll(rs []*running) *running {
 		return rs[0]
 	}
 	ended := make(chan struct{})
-	var once sync.Once
+	end := sync.OnceFunc(func() { close(ended) })
 	for _, r := range rs {
 		go func() { // ends with r, at the latest when stopped
 			<-r.ended
-			once.Do(func() { close(ended) })
+			end()
 		}()
 	}
 	return &running{ended: ended, stop: sync.OnceValue(func() error {
