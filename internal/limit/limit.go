@@ -348,7 +348,11 @@ func (l *Limiter) Release(t Token, s Signal) {
 	rtt := now.Sub(t.start)
 	switch s {
 	case Answered:
-		l.answered(now, rtt)
+		if t.low || l.dipping(now) {
+			l.smooth(rtt) // a dip's calls say nothing of the room at the full limit
+		} else {
+			l.answered(now, rtt)
+		}
 	case Queued:
 		l.smooth(rtt)
 		l.decrease(now, l.o.Backoff, false)

@@ -446,3 +446,24 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		l.Release(tok, limit.Answered)
 	}
 }
+
+// A dip's calls say nothing of the room at the full limit: answered, they
+// do not grow it. A fleet whose limits grew in its dips came back from
+// each over the engine's room, all at once.
+func TestADipsCallsDoNotGrowTheLimit(t *testing.T) {
+	l, c := newLimiter(t, limit.Options{Initial: 1})
+	call := func() {
+		tk, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		c.advance(10 * time.Millisecond)
+		l.Release(tk, limit.Answered)
+	}
+	l.Dip(0, time.Second)
+	for range 4 {
+		call()
+	}
+	assert.Equal(t, 1, l.Limit(), "grown in the dip")
+	c.advance(time.Second)
+	call()
+	assert.Equal(t, 2, l.Limit(), "not grown after it")
+}
