@@ -76,7 +76,12 @@
 // brought down on 30% of a trial's calls, an engine failing 40% at random
 // held four replicas at a median of 23-75 of their 128 calls. A verdict of
 // the reads' own sets the limit back to what it was when the trial began
-// (Feedback.Trying, Feedback.Restore). A verdict
+// (Feedback.Trying, Feedback.Restore), and ends the dip under way or
+// pending (Feedback.EndDip): it is reached once the second dip begins,
+// whose calls it does not need, and a replica of the partial mix at once,
+// held at half its limit for it, billed 0.85-0.91 of a bare client's rate
+// with the production policy (8 runs; 0.89-0.93 with short delays) against
+// 0.90-0.93 with the dip ended (0.91-0.95). A verdict
 // stands for Standing (30s). A verdict of load is tried again, once, from
 // the limit it was found at (Feedback.Restore), when 30 calls sent after
 // it at 0.6 of the trial's calls in flight or less (retries too) are shed

@@ -32,6 +32,8 @@ type replica struct {
 	retries  bool // the calls are retries (reads that failed once), not first attempts
 
 	dips, decreases, pauses, restores, paces int
+	ended                                    int // dips ended by a verdict (Feedback.EndDip)
+	lowAfter                                 int // calls sent in a dip after the first verdict
 	verdicts                                 []engine.Judgement
 }
 
@@ -51,6 +53,9 @@ func (p *replica) run(n int, normal, low float64) {
 			share, inFlight = low, max(1, p.inFlight/2)
 		}
 		p.read++
+		if dipping && len(p.verdicts) > 0 {
+			p.lowAfter++
+		}
 		call := engine.Call{Read: p.read, Answer: engine.Served, Latency: 10 * time.Millisecond, Low: dipping, InFlight: inFlight}
 		if p.retries {
 			call.Failures = 1
@@ -59,6 +64,10 @@ func (p *replica) run(n int, normal, low float64) {
 			call.Answer, call.Latency, call.RetryAfter = engine.Shed, 100*time.Microsecond, p.ra
 		}
 		fb := p.v.Observe(call)
+		if fb.EndDip {
+			p.ended++
+			p.to = min(p.to, now)
+		}
 		if fb.Dip.For > 0 {
 			p.dips++
 			p.from, p.to = now+fb.Dip.In, now+fb.Dip.In+fb.Dip.For
@@ -122,6 +131,7 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 			assert.Equal(t, 1, p.restores, "whatever the limit came down on while the trial ran is restored")
 			assert.Equal(t, 1, len(p.verdicts), "tried once: the background explains the sheds after")
 			assert.Less(t, p.dips, 40, "a few dips, not one every 250ms")
+			assert.Zero(t, p.lowAfter, "the dip under way or pending when the trial decided ends (ended %d)", p.ended)
 		})
 	}
 }
@@ -651,6 +661,9 @@ func mixLoop(t *testing.T, seed uint64, m mix, calls int) (j engine.Judgement, d
 			rd.due = c.Mono() + time.Duration(r.Int64N(int64(backoff)+1))
 			i, _ := slices.BinarySearchFunc(retries, rd.due, func(q *read, due time.Duration) int { return cmp.Compare(q.due, due) })
 			retries = slices.Insert(retries, i, rd) // in the order due
+		}
+		if fb.EndDip {
+			to = min(to, c.Mono())
 		}
 		if fb.Dip.For > 0 {
 			dips++

@@ -69,7 +69,10 @@ type Feedback struct {
 	// overloads the engine, and the call's slot is kept for a round trip.
 	Decrease, Pace bool
 	// Dip, when For is positive, is a dip of a trial to carry out.
-	Dip Dip
+	// EndDip: the trial that asked for the dip under way or pending was
+	// decided: end it now.
+	Dip    Dip
+	EndDip bool
 	// Trying: a trial started with this call, or the limit comes down on
 	// it with no verdict (the engine refusing most): mark the limit.
 	// Restore: set it back to the mark, the trial having found the sheds
@@ -306,6 +309,12 @@ func (v *View) Observe(c Call) Feedback {
 	}
 	fb.Trying = !trying && v.trial.on && !v.retrying
 	fb.Restore = fb.Judged == Own || v.retrying || v.undo
+	if fb.Judged == Own && now < v.trial.dipEnd {
+		// The trial is decided: the dip it asked for, pending or begun,
+		// has nothing left to show, and held the replica at half its
+		// limit for it.
+		v.trial.dipEnd, fb.EndDip = now, true
+	}
 	v.retrying, v.undo = false, false
 	if c.Answer == Served || c.Answer == Refused {
 		v.silence.answer(now, v.freshFailShare(now))

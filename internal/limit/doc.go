@@ -47,7 +47,8 @@
 // during a dip is Low, and a call answered in a dip does not grow the limit:
 // the engine fares better while the fleet sends less, which says nothing of
 // its room at the full limit (grown in their dips, sixteen replicas came
-// back from each 1-3 calls over the capacity engine's room, together). Mark notes the limit and Restore sets it back (a
+// back from each 1-3 calls over the capacity engine's room, together);
+// EndDip ends a dip, under way or pending, that the view no longer needs. Mark notes the limit and Restore sets it back (a
 // trial found the sheds it came down on the reads' own); SlowStart lets it
 // double each round trip again from where it is (the breaker closed: it
 // fell on an outage, not on the engine's capacity).

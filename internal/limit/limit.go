@@ -222,6 +222,23 @@ func (l *Limiter) Dip(in, span time.Duration) {
 	l.schedule(now)
 }
 
+// EndDip ends the dip under way, or cancels the one pending: the trial
+// that asked for it was decided.
+func (l *Limiter) EndDip() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.o.Now()
+	if !now.Before(l.dipUntil) {
+		return
+	}
+	l.dipFrom, l.dipUntil, l.held = time.Time{}, time.Time{}, 0
+	if l.resume != nil {
+		l.resume.Stop()
+		l.resume = nil
+	}
+	l.grant(now)
+}
+
 // dipping reports whether now is within the dip. Locked.
 func (l *Limiter) dipping(now time.Time) bool {
 	return !now.Before(l.dipFrom) && now.Before(l.dipUntil)

@@ -329,6 +329,46 @@ func release(l *limit.Limiter, tokens []limit.Token) {
 	}
 }
 
+// A dip the trial no longer needs ends at once: the calls it held wait no
+// longer, and a dip asked for later is not held either.
+func TestEndDipEndsTheDipUnderWayOrPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { // the waits are the bubble's, not the wall clock's
+		l, c := newLimiter(t, limit.Options{Initial: 8})
+		l.Dip(0, time.Second)
+		held := acquire(t, l, 4)
+		granted := make(chan limit.Token)
+		go func() {
+			tk, err := l.Acquire(t.Context(), false)
+			assert.NoError(t, err)
+			granted <- tk
+		}()
+		synctest.Wait()
+		select {
+		case <-granted:
+			t.Fatal("half of 8 in flight: the fifth waits in the dip")
+		default:
+		}
+		l.EndDip()
+		var tk limit.Token
+		select {
+		case tk = <-granted:
+		case <-time.After(time.Millisecond): // the bubble's clock: at once, once every goroutine waits
+			t.Fatal("the dip ended: the fifth is granted")
+		}
+		assert.False(t, tk.Low(), "granted after the dip ended")
+		release(l, append(held, tk))
+
+		l.Dip(time.Second, time.Second) // pending
+		l.EndDip()
+		c.advance(time.Second)
+		all := acquire(t, l, 8)
+		for _, tk := range all {
+			assert.False(t, tk.Low(), "the pending dip was cancelled")
+		}
+		release(l, all)
+	})
+}
+
 // A dip holds one call at least.
 func TestADipKeepsOneCall(t *testing.T) {
 	l, _ := newLimiter(t, limit.Options{Min: 1, Initial: 1})

@@ -54,6 +54,8 @@ type concurrency interface {
 	// Dip holds the calls in flight at half the limit for span, from in
 	// from now.
 	Dip(in, span time.Duration)
+	// EndDip ends the dip under way or pending.
+	EndDip()
 	// Mark notes the limit; Restore sets it back to the mark.
 	Mark()
 	Restore()
@@ -68,6 +70,7 @@ func (unlimited) Acquire(context.Context, bool) (limit.Token, error) { return li
 func (unlimited) Release(limit.Token, limit.Signal)                  {}
 func (unlimited) Pause(time.Duration) (time.Time, bool)              { return time.Time{}, false }
 func (unlimited) Dip(time.Duration, time.Duration)                   {}
+func (unlimited) EndDip()                                            {}
 func (unlimited) Mark()                                              {}
 func (unlimited) Restore()                                           {}
 func (unlimited) SlowStart()                                         {}
@@ -148,6 +151,9 @@ func (c *Consumer) observe(d *delivery, tok limit.Token, ce *classify.Error, too
 	}
 	if fb.Restore {
 		c.limit.Restore()
+	}
+	if fb.EndDip {
+		c.limit.EndDip()
 	}
 	if fb.Dip.For > 0 {
 		c.limit.Dip(fb.Dip.In, fb.Dip.For)
