@@ -79,9 +79,9 @@
 // (Feedback.Trying, Feedback.Restore), and ends the dip under way or
 // pending (Feedback.EndDip): it is reached once the second dip begins,
 // whose calls it does not need, and a replica of the partial mix at once,
-// held at half its limit for it, billed 0.85-0.91 of a bare client's rate
-// with the production policy (8 runs; 0.89-0.93 with short delays) against
-// 0.90-0.93 with the dip ended (0.91-0.95). A verdict
+// held at half its limit for it, billed a median 0.89 of a bare client's
+// rate with the production policy (8 runs; 0.915 with short delays)
+// against 0.915 with the dip ended (22 runs; 0.94 in 10). A verdict
 // stands for Standing (30s). A verdict of load is tried again, once, from
 // the limit it was found at (Feedback.Restore), when 30 calls sent after
 // it at 0.6 of the trial's calls in flight or less (retries too) are shed
@@ -96,7 +96,9 @@
 //     stands; or the engine refuses most of what it is sent (OverloadShare,
 //     50%, beyond chance, over 30 first attempts) and no verdict of the
 //     reads' own stands. The read is not charged for its shed, and the limit
-//     comes down on it. On a verdict of load the shed call also keeps its
+//     comes down on it; at the read's last attempt, only where a verdict of
+//     load stands (Loaded): refusing most is a share, not a trial's finding,
+//     and a read's last call is charged on it. On a verdict of load the shed call also keeps its
 //     slot until a round trip from its start (Feedback.Pace), as a served
 //     call would: answered at once, a shed freed its slot for the next call
 //     at once, and a fleet a few calls over an engine's capacity sent a

@@ -118,6 +118,7 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 			s := p.v.Snapshot()
 			if tt.want == engine.Load {
 				assert.True(t, p.v.Shedding(), "a shed of a loaded engine is not the read's")
+				assert.True(t, p.v.Loaded(), "a verdict of load stands: a read's last shed is not its own either")
 				assert.Equal(t, tt.normal >= 0.5, p.v.Overloaded(), "the retry budget binds only on an overloaded engine refusing most")
 				assert.Positive(t, p.decreases)
 				assert.Positive(t, p.paces, "a shed of a loaded engine keeps its slot for a round trip")
@@ -126,6 +127,7 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 			assert.Zero(t, p.paces, "the reads' own sheds free their slots at once")
 			assert.Zero(t, p.decreases, "no dip showed the sheds fall: the limit does not come down on them")
 			assert.False(t, p.v.Shedding(), "the reads' own sheds are charged to them")
+			assert.False(t, p.v.Loaded())
 			assert.False(t, p.v.Overloaded())
 			assert.InDelta(t, tt.normal, s.Background, 0.05)
 			assert.Equal(t, 1, p.restores, "whatever the limit came down on while the trial ran is restored")

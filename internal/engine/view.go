@@ -834,6 +834,17 @@ func (v *View) Overloaded() bool {
 // read's own: a trial found the engine's sheds move with the load the fleet
 // sends, or it refuses most of what it is sent and no trial found that the
 // reads' own. Its read is not charged for it.
+// Loaded reports a shed within the last second while a verdict of load
+// stands: the engine sheds what the fleet's own load makes it shed, found
+// so by a trial, not taken from a share alone (Shedding without it: the
+// engine refusing most).
+func (v *View) Loaded() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.o.Clock.Mono()
+	return v.shed != 0 && now-v.shed <= shedRecent && v.verdict.is == Load && now-v.verdict.at < v.o.Standing
+}
+
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()

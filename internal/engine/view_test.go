@@ -183,6 +183,7 @@ func TestAWallClockStepMovesNoWindow(t *testing.T) {
 			c.advance(200 * time.Millisecond) // past the horizon: every call counted
 			v.Observe(engine.Call{Read: 999, Answer: engine.Shed})
 			require.True(t, v.Shedding(), "129 sheds of 129: the engine refuses most")
+			assert.False(t, v.Loaded(), "refusing most is no verdict of load")
 			c.Step(step)
 			c.advance(300 * time.Millisecond)
 			for i := range 128 {

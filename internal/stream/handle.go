@@ -117,7 +117,7 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 // the limit, or the stop's deadline cut the call short, the situation says
 // it stopped: neither is an answer about the read or the engine.
 func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation) situation {
-	s.called, s.failure, s.stopped, s.outage, s.expired, s.down, s.shedding = true, nil, nil, false, false, false, false
+	s.called, s.failure, s.stopped, s.outage, s.expired, s.down, s.shedding, s.loaded = true, nil, nil, false, false, false, false, false
 	fresh := d.failures == 0
 	permit, err := c.breaker.Acquire(graceful, fresh)
 	if err != nil {
@@ -153,6 +153,7 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 		}
 		if overload(ce.Cause) {
 			s.shedding = c.view.Shedding()
+			s.loaded = s.shedding && c.view.Loaded()
 		}
 	}
 	return s

@@ -107,6 +107,9 @@ type situation struct {
 	// shedding: the engine sheds its load (a shed only): a trial found
 	// its sheds fall when the fleet sends less, or it refuses most.
 	shedding bool
+	// loaded: and a verdict of load stands (not only the engine refusing
+	// most).
+	loaded bool
 
 	// recorded is the decision to dead-letter the read on its record once
 	// this delivery wrote its own (nil: not yet): the first one written,
@@ -206,6 +209,11 @@ func decide(s situation) verdict {
 		// its delay grows with its deliveries.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
 			uncharged: whyDown, credit: true, gated: true}
+	case last && overload(ce.Cause) && s.loaded && s.creditable:
+		// A trial found the engine's sheds its fleet's load: the last shed
+		// is the engine's state too, as the ones before it were.
+		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
+			uncharged: whyShedding, credit: true, gated: true}
 	case last:
 		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: ce, own: true}
 	case overload(ce.Cause) && s.shedding && s.creditable:
