@@ -126,7 +126,7 @@ func (f *fleet) diagnostics() map[string]int {
 			out[key] = n
 		}
 	}
-	for _, why := range []string{"breaker", "shedding", "engine_down"} {
+	for _, why := range []string{"breaker", "shedding", "engine_down", "trial"} {
 		add("uncharged_"+why, "uncharged_failures_total", "why", why)
 	}
 	for _, op := range []string{"get", "put"} {

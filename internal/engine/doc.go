@@ -98,7 +98,10 @@
 //     reads' own stands. The read is not charged for its shed, and the limit
 //     comes down on it; at the read's last attempt, only where a verdict of
 //     load stands (Loaded): refusing most is a share, not a trial's finding,
-//     and a read's last call is charged on it. On a verdict of load the shed call also keeps its
+//     and a read's last call is charged on it. While a trial runs and may
+//     still decide (Trying), a read's last shed awaits its verdict
+//     (Verdict): the stream package holds the read, its shed credited, and
+//     calls it again only on a verdict of load. On a verdict of load the shed call also keeps its
 //     slot until a round trip from its start (Feedback.Pace), as a served
 //     call would: answered at once, a shed freed its slot for the next call
 //     at once, and a fleet a few calls over an engine's capacity sent a

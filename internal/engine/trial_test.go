@@ -34,6 +34,8 @@ type replica struct {
 	dips, decreases, pauses, restores, paces int
 	ended                                    int // dips ended by a verdict (Feedback.EndDip)
 	lowAfter                                 int // calls sent in a dip after the first verdict
+	tried                                    int // calls after which a trial ran, before the first verdict
+	standing                                 int // of those, calls after which a verdict stood
 	verdicts                                 []engine.Judgement
 }
 
@@ -87,6 +89,12 @@ func (p *replica) run(n int, normal, low float64) {
 		if fb.Judged != engine.Undecided {
 			p.verdicts = append(p.verdicts, fb.Judged)
 		}
+		if len(p.verdicts) == 0 && p.v.Trying() {
+			p.tried++
+			if p.v.Verdict() != engine.Undecided {
+				p.standing++
+			}
+		}
 	}
 }
 
@@ -112,6 +120,9 @@ func TestADipTellsLoadFromTheReadsOwn(t *testing.T) {
 			p.run(20_000, tt.normal, tt.low)
 			require.NotEmpty(t, p.verdicts, "decided in 20s of 1,000 calls a second (%d dips)", p.dips)
 			assert.Equal(t, tt.want, p.verdicts[0], "verdicts %v", p.verdicts)
+			assert.Positive(t, p.tried, "a trial ran before the verdict: a read's last shed meanwhile awaits it")
+			assert.Zero(t, p.standing, "no verdict stood before the first")
+			assert.Equal(t, tt.want, p.v.Verdict(), "the verdict stands")
 			for _, v := range p.verdicts {
 				assert.Equal(t, tt.want, v, "never the other verdict: %v", p.verdicts)
 			}
@@ -728,4 +739,23 @@ func TestADipsRetriesCountStratumByStratum(t *testing.T) {
 			assert.LessOrEqual(t, float64(dips)/float64(seeds), tt.dips, "dips a trial took, on average")
 		})
 	}
+}
+
+// A trial moves on the calls it counts: one that gets none (a backlog's
+// end, its last reads awaiting the verdict and making no call) is no
+// longer trying a DipEvery after its last dip, so that a read awaiting its
+// verdict is not held for one that cannot come.
+func TestATrialWithoutCallsIsNotTrying(t *testing.T) {
+	p := newReplica(t, engine.Options{}, 7)
+	for range 2_000 {
+		if p.run(1, 0.23, 0.23); p.v.Trying() {
+			break
+		}
+	}
+	require.True(t, p.v.Trying(), "a trial began on a share of 23%% shed")
+	p.c.advance(100 * time.Millisecond)
+	assert.True(t, p.v.Trying(), "a dip's length without calls: still trying")
+	p.c.advance(time.Second)
+	assert.False(t, p.v.Trying(), "no calls for a second: no verdict can come")
+	assert.Equal(t, engine.Undecided, p.v.Verdict())
 }

@@ -830,10 +830,6 @@ func (v *View) Overloaded() bool {
 	return v.overloaded(v.o.Clock.Mono())
 }
 
-// Shedding reports whether a shed is the engine's load rather than the
-// read's own: a trial found the engine's sheds move with the load the fleet
-// sends, or it refuses most of what it is sent and no trial found that the
-// reads' own. Its read is not charged for it.
 // Loaded reports a shed within the last second while a verdict of load
 // stands: the engine sheds what the fleet's own load makes it shed, found
 // so by a trial, not taken from a share alone (Shedding without it: the
@@ -845,10 +841,38 @@ func (v *View) Loaded() bool {
 	return v.shed != 0 && now-v.shed <= shedRecent && v.verdict.is == Load && now-v.verdict.at < v.o.Standing
 }
 
+// Shedding reports whether a shed is the engine's load rather than the
+// read's own: a trial found the engine's sheds move with the load the fleet
+// sends, or it refuses most of what it is sent and no trial found that the
+// reads' own. Its read is not charged for it.
 func (v *View) Shedding() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.shedding(v.o.Clock.Mono())
+}
+
+// Trying reports whether a trial of the engine runs and may still decide:
+// a shed now may yet be found its load, or the reads' own. A trial moves
+// on the calls it counts, dipping every DipEvery: one whose last dip (or
+// its start) is over a DipEvery past has no calls to dip on (a backlog's
+// end, its last reads awaiting the verdict, make none), and one past its
+// MaxDips ends undecided at its next call.
+func (v *View) Trying() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t, now := &v.trial, v.o.Clock.Mono()
+	return t.on && now < max(t.dipEnd, t.began)+v.o.DipEvery && (t.dips < v.o.MaxDips || now < t.dipEnd)
+}
+
+// Verdict is the verdict that stands: what the last trial found, until it
+// lapses (Undecided when none stands).
+func (v *View) Verdict() Judgement {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.verdict.is == Undecided || v.o.Clock.Mono()-v.verdict.at >= v.o.Standing {
+		return Undecided
+	}
+	return v.verdict.is
 }
 
 // Serving reports whether the engine may be serving anyone: it is not

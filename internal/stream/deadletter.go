@@ -35,8 +35,11 @@ func (c *Consumer) recordDecision(hard context.Context, d *delivery, s situation
 	// The attempts the read spent: those before this delivery, and its
 	// call if it made one that was charged (the write counts it).
 	d.dl.attempts = d.attempt - 1
-	if d.charged {
+	switch {
+	case d.charged:
 		d.dl.attempts++
+	case s.awaiting != nil && !s.called:
+		d.dl.attempts = min(d.attempt, s.maxAttempts) // the shed that awaited the verdict was its last
 	}
 	now, _ := c.server.now() // the server's clock: another replica compares it, as the duplicate window does
 	d.dl.at = now

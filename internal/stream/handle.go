@@ -77,7 +77,7 @@ func (c *Consumer) handle(life lifetimes, d *delivery, w *watch) {
 // delivery's own), a shed credited back, an attempt not charged.
 func (c *Consumer) account(ctx context.Context, d *delivery, v verdict) {
 	if v.credit {
-		c.credit(ctx, d)
+		c.credit(ctx, d, v)
 	}
 	if v.own {
 		c.m.failed(v.cause)
@@ -103,6 +103,9 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 	if s.decided != nil {
 		return s // its fate is on record: it is not decoded, nor called
 	}
+	if s.awaiting = d.rec.Awaiting; s.awaiting != nil {
+		s.verdict, s.trying = c.view.Verdict(), c.view.Trying()
+	}
 	// Its charged calls and its credited sheds are its failures (a
 	// delivery that reached no call is none): the weight of this read's
 	// evidence about the engine falls with each.
@@ -117,7 +120,7 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 // the limit, or the stop's deadline cut the call short, the situation says
 // it stopped: neither is an answer about the read or the engine.
 func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation) situation {
-	s.called, s.failure, s.stopped, s.outage, s.expired, s.down, s.shedding, s.loaded = true, nil, nil, false, false, false, false, false
+	s.called, s.failure, s.stopped, s.outage, s.expired, s.down, s.shedding, s.loaded, s.trying = true, nil, nil, false, false, false, false, false, false
 	fresh := d.failures == 0
 	permit, err := c.breaker.Acquire(graceful, fresh)
 	if err != nil {
@@ -154,6 +157,7 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 		if overload(ce.Cause) {
 			s.shedding = c.view.Shedding()
 			s.loaded = s.shedding && c.view.Loaded()
+			s.trying = c.view.Trying()
 		}
 	}
 	return s
@@ -209,10 +213,15 @@ func (c *Consumer) creditable(d *delivery) bool {
 
 // credit records a shed that is not charged, before the NAK that ends the
 // delivery: it is not an attempt, but a failure the read's evidence about
-// the engine weighs. A credit that could not be written is lost, not
-// charged: the record counts calls, and this one is not counted.
-func (c *Consumer) credit(ctx context.Context, d *delivery) {
-	c.change(ctx, d, func(r *Record) { r.Sheds++ })
+// the engine weighs; with the decision it awaits (v.await). A credit that
+// could not be written is lost, not charged: the record counts calls, and
+// this one is not counted (its next delivery calls again).
+func (c *Consumer) credit(ctx context.Context, d *delivery, v verdict) {
+	var awaiting *Decision
+	if v.await {
+		awaiting = &Decision{Reason: dlq.ReasonExhausted, Class: v.cause.Class.String(), Cause: v.cause.Cause, Error: v.cause.Error()}
+	}
+	c.change(ctx, d, func(r *Record) { r.Sheds++; r.Awaiting = awaiting })
 }
 
 // countCall records the delivery's charged call before its NAK, so that the
@@ -231,6 +240,7 @@ var unchargedLines = map[string]string{
 	whyBreaker:  "held for the breaker",
 	whyDown:     "failed while the engine serves no one: not charged",
 	whyShedding: "shed while the engine sheds its load: not charged",
+	whyTrial:    "shed at the last attempt while the engine is tried: not charged until the verdict",
 }
 
 // uncharged counts and logs a failure that is not charged to the read.

@@ -24,11 +24,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meterline/meter-consumer/config"
+	"github.com/meterline/meter-consumer/internal/dlq"
 	"github.com/meterline/meter-consumer/internal/downstream"
 	"github.com/meterline/meter-consumer/internal/limit"
 	"github.com/meterline/meter-consumer/internal/retry"
@@ -200,6 +202,17 @@ func (e *env) credited() map[string]float64 {
 func (e *env) deadLetteredReads() map[int]string {
 	e.t.Helper()
 	out := map[int]string{}
+	for i, h := range e.deadLetterHeaders() {
+		out[i] = h.Get("Dlq-Reason")
+	}
+	return out
+}
+
+// deadLetterHeaders is the headers of every read's copy in the dead-letter
+// stream, by the read's index.
+func (e *env) deadLetterHeaders() map[int]nats.Header {
+	e.t.Helper()
+	out := map[int]nats.Header{}
 	for _, m := range e.deadLetters() {
 		var r struct {
 			MeterID string `json:"meter_id"`
@@ -208,17 +221,22 @@ func (e *env) deadLetteredReads() map[int]string {
 		var i int
 		_, err := fmt.Sscanf(r.MeterID, "MTR-%d", &i)
 		require.NoError(e.t, err)
-		out[i] = m.Header.Get("Dlq-Reason")
+		out[i] = m.Header
 	}
 	return out
 }
 
 // checkAlwaysBad asserts that each read that always fails was called
-// exactly maxAttempts times and dead-lettered exhausted: a read's own
-// failures charged, never credited to the engine.
+// exactly maxAttempts times and dead-lettered exhausted, its copy saying it
+// spent them: a read's own failures charged, never credited to the engine
+// (a last shed that awaited a trial's verdict included).
 func checkAlwaysBad(t *testing.T, e *env, kinds []readKind, maxAttempts int) {
 	t.Helper()
-	dl := e.deadLetteredReads()
+	headers := e.deadLetterHeaders()
+	dl := map[int]string{}
+	for i, h := range headers {
+		dl[i] = h.Get("Dlq-Reason")
+	}
 	var wrong []string
 	var calls []int
 	bad := 0
@@ -229,8 +247,8 @@ func checkAlwaysBad(t *testing.T, e *env, kinds []readKind, maxAttempts int) {
 		bad++
 		n := len(e.re.Calls(keyOf(i)))
 		calls = append(calls, n)
-		if n != maxAttempts || dl[i] != "exhausted" {
-			wrong = append(wrong, fmt.Sprintf("read %d: %d calls, dead-lettered %q", i, n, dl[i]))
+		if spent := headers[i].Get(dlq.HeaderAttempts); n != maxAttempts || dl[i] != "exhausted" || spent != fmt.Sprint(maxAttempts) {
+			wrong = append(wrong, fmt.Sprintf("read %d: %d calls, dead-lettered %q, %s attempts spent", i, n, dl[i], spent))
 		}
 	}
 	slices.Sort(calls)
@@ -750,7 +768,11 @@ func TestTheFirstCallsOfARunAreNoVerdict(t *testing.T) {
 					calls = append(calls, len(e.re.Calls(keyOf(i))))
 				}
 			}
-			t.Logf("settled=%v; calls of reads 5-9: %v; credited %v", settled, calls, e.credited())
+			// Each last shed meanwhile a trial ran awaited its verdict
+			// (Record.Awaiting), credited until then: the reads' own,
+			// dead-lettered without another call.
+			t.Logf("settled=%v; calls of reads 5-9: %v; credited %v; awaited a verdict %v", settled, calls, e.credited(),
+				e.metric("meter_consumer_uncharged_failures_total", "why", "trial"))
 			for why, n := range e.credited() {
 				assert.Zero(t, n, "no failure of reads 5-9 is credited to the engine (%s)", why)
 			}

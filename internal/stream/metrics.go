@@ -175,11 +175,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.uncharged = f.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "uncharged_failures_total",
-		Help: "Failed calls not charged to their read, by why: breaker (the engine failed as a whole), shedding (the engine shed broadly) or engine_down (the engine failed every call since it last answered, beyond chance); the read was called again without spending an attempt.",
+		Help: "Failed calls not charged to their read, by why: breaker (the engine failed as a whole), shedding (the engine shed broadly), engine_down (the engine failed every call since it last answered, beyond chance) or trial (a shed at the last attempt while a trial of the engine ran: held for its verdict, called again on one of load, dead-lettered otherwise); the read was called again without spending an attempt, but for trial's verdicts that found the shed its own.",
 	}, []string{"why"})
 	m.uncharged.WithLabelValues(whyBreaker)
 	m.uncharged.WithLabelValues(whyShedding)
 	m.uncharged.WithLabelValues(whyDown)
+	m.uncharged.WithLabelValues(whyTrial)
 	m.engineOverload = f.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Name: "engine_overloaded",
 		Help: "1 while this replica's view judges the rate engine overloaded: it sheds now, refuses most of what it is sent, and a strong verdict of load stands (a trial found its sheds fall when the fleet sends less), or dips are off; the retry budget binds.",
@@ -257,6 +258,7 @@ const (
 	whyBreaker  = "breaker"
 	whyShedding = "shedding"
 	whyDown     = "engine_down"
+	whyTrial    = "trial"
 )
 
 // engine exports what the engine's view made of the last call.

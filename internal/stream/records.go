@@ -50,6 +50,12 @@ type Record struct {
 	// again, and past the dead-letter stream's duplicate window looks for
 	// the copy before making one.
 	DeadLetter *Decision `json:"dead_letter,omitempty"`
+	// Awaiting is the decision a shed at the read's last attempt would have
+	// been (dead-letter, exhausted), held while a trial of the engine ran:
+	// the shed is credited meanwhile, and the read's next delivery carries
+	// the decision out, or calls again, by the verdict (see decide). Any
+	// later write clears it.
+	Awaiting *Decision `json:"awaiting,omitempty"`
 }
 
 // of reports whether r, written at written, is the record of the read md
@@ -292,6 +298,7 @@ func (c *Consumer) change(ctx context.Context, d *delivery, f func(*Record)) boo
 	defer cancel()
 	for try := 1; ; try++ {
 		r := counted(d.md, d.rec.clone())
+		r.Awaiting = nil // the decision awaiting a verdict is this delivery's to write again, or settled by it
 		f(&r)
 		if d.charged {
 			r.Calls++

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/engine"
 )
 
 // fate is what becomes of one delivery of a read.
@@ -110,6 +111,16 @@ type situation struct {
 	// loaded: and a verdict of load stands (not only the engine refusing
 	// most).
 	loaded bool
+	// trying: a trial of the engine runs (a shed only), whose verdict may
+	// yet find the shed the engine's load.
+	trying bool
+
+	// awaiting is the decision a shed at the read's last attempt would have
+	// been, on its record while a trial ran (nil: none); verdict is the
+	// engine's verdict that stands now, and trying whether a trial runs:
+	// known before the call of a read awaiting one.
+	awaiting *Decision
+	verdict  engine.Judgement
 
 	// recorded is the decision to dead-letter the read on its record once
 	// this delivery wrote its own (nil: not yet): the first one written,
@@ -145,6 +156,10 @@ type verdict struct {
 	// count it.
 	uncharged string
 	credit    bool
+	// await: the credited shed is the read's last attempt's, its
+	// dead-letter decision recorded beside the credit for the verdict of
+	// the trial that runs (Record.Awaiting).
+	await bool
 	// gated: the retry waits for the retry budget when it is due (a read's
 	// retry of its call; not a copy's).
 	gated bool
@@ -181,6 +196,17 @@ func decide(s situation) verdict {
 			return verdict{fate: fateDeadLetter, reason: s.decided.Reason, cause: s.decided.classified()}
 		case s.invalid != nil:
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.Of(s.invalid), own: true}
+		case s.awaiting != nil && s.attempt <= s.maxAttempts && s.verdict == engine.Load:
+			// The trial found the engine's sheds its load: the last shed was
+			// the engine's state, credited as the ones before it: called again.
+			return verdict{fate: fateCall}
+		case s.awaiting != nil && s.attempt <= s.maxAttempts && s.verdict == engine.Undecided && s.trying:
+			// Still tried: held again, without a call, for the verdict.
+			return verdict{fate: fateRetry, cause: s.awaiting.classified(), backoff: s.deliveries}
+		case s.awaiting != nil:
+			// The reads' own, no verdict, or held past the deliveries that
+			// may reach no call: the shed was the read's last attempt.
+			return verdict{fate: fateDeadLetter, reason: s.awaiting.Reason, cause: s.awaiting.classified()}
 		case s.attempt > s.maxAttempts:
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, own: true, cause: classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
 				"attempt %d (delivery %d) is past the attempt limit of %d: its calls on record spent them, or too many deliveries reached no call",
@@ -214,6 +240,13 @@ func decide(s situation) verdict {
 		// is the engine's state too, as the ones before it were.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
 			uncharged: whyShedding, credit: true, gated: true}
+	case last && overload(ce.Cause) && s.trying && s.creditable:
+		// A trial runs: the shed may yet be found the engine's load (a
+		// fleet's start overruns an engine before any verdict). Credited
+		// and held, its dead-letter decision on record: the next delivery
+		// decides by the verdict, and calls again only on one of load.
+		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
+			uncharged: whyTrial, credit: true, await: true, gated: true}
 	case last:
 		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: ce, own: true}
 	case overload(ce.Cause) && s.shedding && s.creditable:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meterline/meter-consumer/internal/classify"
 	"github.com/meterline/meter-consumer/internal/dlq"
+	"github.com/meterline/meter-consumer/internal/engine"
 )
 
 // docRow is a row of docs/SETTLEMENT.md's settlement table.
@@ -56,13 +57,14 @@ type what struct {
 	floor     time.Duration
 	uncharged string
 	credit    bool
+	await     bool
 	gated     bool
 	copyErr   error
 }
 
 func whatOf(v verdict) what {
 	w := what{fate: v.fate, reason: v.reason, own: v.own, backoff: v.backoff, floor: v.floor, uncharged: v.uncharged, credit: v.credit,
-		gated: v.gated, copyErr: v.copyErr}
+		await: v.await, gated: v.gated, copyErr: v.copyErr}
 	if v.cause != nil {
 		w.cause = v.cause.Cause
 	}
@@ -85,6 +87,7 @@ func TestSettlementTable(t *testing.T) {
 	}
 	with := func(s situation, f func(*situation)) situation { f(&s); return s }
 	decided := &Decision{Reason: dlq.ReasonPermanent, Class: "permanent", Cause: classify.CauseHTTP422, Error: "http_422"}
+	awaiting := &Decision{Reason: dlq.ReasonExhausted, Class: "transient", Cause: classify.CauseHTTP503, Error: "http_503: downstream answered 503"}
 
 	tests := []struct {
 		row  string // the situation as docs/SETTLEMENT.md names it; "" for an edge
@@ -126,6 +129,39 @@ func TestSettlementTable(t *testing.T) {
 		{name: "a read's own failure at the last attempt while a verdict of load stands is its last",
 			s:    with(called(6, 7, failed), func(s *situation) { s.shedding, s.loaded = true, true }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
+		{row: "a shed at the last attempt while a trial of the engine runs",
+			s:    with(called(6, 7, shed), func(s *situation) { s.trying = true }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 7, floor: 5 * time.Second, uncharged: whyTrial, credit: true, await: true, gated: true}},
+		{name: "a shed at the last attempt while a trial runs, without a record",
+			s:    with(called(6, 7, shed), func(s *situation) { s.trying, s.creditable = true, false }),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503, own: true}},
+		{name: "a read's own failure at the last attempt while a trial runs is its last",
+			s:    with(called(6, 7, failed), func(s *situation) { s.trying = true }),
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
+		{name: "a shed with attempts left while a trial runs is charged, as before the trial",
+			s:    with(called(2, 3, shed), func(s *situation) { s.trying = true }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second, gated: true}},
+		{row: "the next delivery of a read whose last shed awaits a verdict, a verdict of load standing",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Load},
+			want: what{fate: fateCall}},
+		{row: "the next delivery of a read whose last shed awaits a verdict, the trial still running",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, trying: true},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, backoff: 8}},
+		{row: "the next delivery of a read whose last shed awaits a verdict: the reads' own, no verdict, or more than 10 deliveries reached no call",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Own},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
+		{name: "awaiting a verdict, the reads' own found while another trial runs",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Own, trying: true},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
+		{name: "awaiting a verdict, no trial and none found",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
+		{name: "awaiting a verdict of load past the deliveries that may reach no call",
+			s:    situation{attempt: 7, deliveries: 18, maxAttempts: 6, awaiting: awaiting, verdict: engine.Load},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
+		{name: "a decision on record goes before one awaiting a verdict",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Load, decided: decided},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.CauseHTTP422}},
 		{row: "transient, the read older than `retry.max_read_age`",
 			s:    with(called(1, 1, failed), func(s *situation) { s.expired = true }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExpired, cause: classify.CauseHTTP500, own: true}},
