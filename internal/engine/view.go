@@ -864,6 +864,10 @@ func (v *View) Trying() bool {
 	return t.on && now < max(t.dipEnd, t.began)+v.o.DipEvery && (t.dips < v.o.MaxDips || now < t.dipEnd)
 }
 
+// TrialSpan is the longest a trial dips for: MaxDips dips, DipEvery
+// apart. A shed that awaits a verdict longer awaits one that may not come.
+func (v *View) TrialSpan() time.Duration { return time.Duration(v.o.MaxDips) * v.o.DipEvery }
+
 // Verdict is the verdict that stands: what the last trial found, until it
 // lapses (Undecided when none stands).
 func (v *View) Verdict() Judgement {

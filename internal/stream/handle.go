@@ -105,6 +105,7 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 	}
 	if s.awaiting = d.rec.Awaiting; s.awaiting != nil {
 		s.verdict, s.trying = c.view.Verdict(), c.view.Trying()
+		s.awaitLeft = c.view.TrialSpan() - c.serverNow().Sub(s.awaiting.At)
 	}
 	// Its charged calls and its credited sheds are its failures (a
 	// delivery that reached no call is none): the weight of this read's
@@ -121,6 +122,7 @@ func (c *Consumer) before(ctx context.Context, d *delivery) situation {
 // it stopped: neither is an answer about the read or the engine.
 func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation) situation {
 	s.called, s.failure, s.stopped, s.outage, s.expired, s.down, s.shedding, s.loaded, s.trying = true, nil, nil, false, false, false, false, false, false
+	s.awaitLeft = 0
 	fresh := d.failures == 0
 	permit, err := c.breaker.Acquire(graceful, fresh)
 	if err != nil {
@@ -157,7 +159,9 @@ func (c *Consumer) call(graceful, hard context.Context, d *delivery, s situation
 		if overload(ce.Cause) {
 			s.shedding = c.view.Shedding()
 			s.loaded = s.shedding && c.view.Loaded()
-			s.trying = c.view.Trying()
+			if s.trying = c.view.Trying(); s.trying {
+				s.awaitLeft = c.view.TrialSpan()
+			}
 		}
 	}
 	return s
@@ -219,7 +223,8 @@ func (c *Consumer) creditable(d *delivery) bool {
 func (c *Consumer) credit(ctx context.Context, d *delivery, v verdict) {
 	var awaiting *Decision
 	if v.await {
-		awaiting = &Decision{Reason: dlq.ReasonExhausted, Class: v.cause.Class.String(), Cause: v.cause.Cause, Error: v.cause.Error()}
+		awaiting = &Decision{Reason: dlq.ReasonExhausted, Class: v.cause.Class.String(), Cause: v.cause.Cause, Error: v.cause.Error(),
+			At: c.serverNow()} // the server's clock: another replica compares it
 	}
 	c.change(ctx, d, func(r *Record) { r.Sheds++; r.Awaiting = awaiting })
 }
@@ -309,7 +314,11 @@ func traceParent(h nats.Header) string {
 // retry of its call also waits for the retry budget (v.gated), a retry of
 // its dead-letter copy does not.
 func (c *Consumer) retryLater(ctx context.Context, d *delivery, v verdict) {
-	delay := c.o.Policy.DelayWithFloor(v.backoff, c.o.Rand, v.floor)
+	p := c.o.Policy
+	if v.within > 0 {
+		p.Cap = min(p.Cap, v.within)
+	}
+	delay := p.DelayWithFloor(v.backoff, c.o.Rand, v.floor)
 	c.retries.hold(d, delay, v.gated)
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, c.now().Sub(d.start).Seconds())

@@ -53,8 +53,9 @@ type Record struct {
 	// Awaiting is the decision a shed at the read's last attempt would have
 	// been (dead-letter, exhausted), held while a trial of the engine ran:
 	// the shed is credited meanwhile, and the read's next delivery carries
-	// the decision out, or calls again, by the verdict (see decide). Any
-	// later write clears it.
+	// the decision out, or calls again, by the verdict (see decide). Its
+	// At is when the shed began awaiting, on the server's clock. Any later
+	// write clears it.
 	Awaiting *Decision `json:"awaiting,omitempty"`
 }
 

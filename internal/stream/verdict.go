@@ -121,6 +121,10 @@ type situation struct {
 	// known before the call of a read awaiting one.
 	awaiting *Decision
 	verdict  engine.Judgement
+	// awaitLeft is how long a read may await a trial's verdict: a trial's
+	// span (engine.View.TrialSpan) after a shed while it runs, what is left
+	// of it since the shed began awaiting before a later call (<= 0: none).
+	awaitLeft time.Duration
 
 	// recorded is the decision to dead-letter the read on its record once
 	// this delivery wrote its own (nil: not yet): the first one written,
@@ -160,6 +164,9 @@ type verdict struct {
 	// dead-letter decision recorded beside the credit for the verdict of
 	// the trial that runs (Record.Awaiting).
 	await bool
+	// within, when set, caps the retry's delay (not its Retry-After floor):
+	// a read held for a verdict is held no longer than the trial may take.
+	within time.Duration
 	// gated: the retry waits for the retry budget when it is due (a read's
 	// retry of its call; not a copy's).
 	gated bool
@@ -200,12 +207,14 @@ func decide(s situation) verdict {
 			// The trial found the engine's sheds its load: the last shed was
 			// the engine's state, credited as the ones before it: called again.
 			return verdict{fate: fateCall}
-		case s.awaiting != nil && s.attempt <= s.maxAttempts && s.verdict == engine.Undecided && s.trying:
-			// Still tried: held again, without a call, for the verdict.
-			return verdict{fate: fateRetry, cause: s.awaiting.classified(), backoff: s.deliveries}
+		case s.awaiting != nil && s.attempt <= s.maxAttempts && s.verdict == engine.Undecided && s.trying && s.awaitLeft > 0:
+			// Still tried: held again, without a call, for the verdict, no
+			// longer than the trial may take.
+			return verdict{fate: fateRetry, cause: s.awaiting.classified(), backoff: s.deliveries, within: s.awaitLeft}
 		case s.awaiting != nil:
-			// The reads' own, no verdict, or held past the deliveries that
-			// may reach no call: the shed was the read's last attempt.
+			// The reads' own, no verdict, a trial's span awaited, or held
+			// past the deliveries that may reach no call: the shed was the
+			// read's last attempt.
 			return verdict{fate: fateDeadLetter, reason: s.awaiting.Reason, cause: s.awaiting.classified()}
 		case s.attempt > s.maxAttempts:
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, own: true, cause: classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
@@ -240,13 +249,13 @@ func decide(s situation) verdict {
 		// is the engine's state too, as the ones before it were.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
 			uncharged: whyShedding, credit: true, gated: true}
-	case last && overload(ce.Cause) && s.trying && s.creditable:
+	case last && overload(ce.Cause) && s.trying && s.awaitLeft > 0 && s.creditable:
 		// A trial runs: the shed may yet be found the engine's load (a
 		// fleet's start overruns an engine before any verdict). Credited
 		// and held, its dead-letter decision on record: the next delivery
 		// decides by the verdict, and calls again only on one of load.
 		return verdict{fate: fateRetry, cause: ce, own: true, backoff: s.deliveries, floor: ce.RetryAfter,
-			uncharged: whyTrial, credit: true, await: true, gated: true}
+			uncharged: whyTrial, credit: true, await: true, within: s.awaitLeft, gated: true}
 	case last:
 		return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: ce, own: true}
 	case overload(ce.Cause) && s.shedding && s.creditable:

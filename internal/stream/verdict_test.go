@@ -58,13 +58,14 @@ type what struct {
 	uncharged string
 	credit    bool
 	await     bool
+	within    time.Duration
 	gated     bool
 	copyErr   error
 }
 
 func whatOf(v verdict) what {
 	w := what{fate: v.fate, reason: v.reason, own: v.own, backoff: v.backoff, floor: v.floor, uncharged: v.uncharged, credit: v.credit,
-		await: v.await, gated: v.gated, copyErr: v.copyErr}
+		await: v.await, within: v.within, gated: v.gated, copyErr: v.copyErr}
 	if v.cause != nil {
 		w.cause = v.cause.Cause
 	}
@@ -130,28 +131,31 @@ func TestSettlementTable(t *testing.T) {
 			s:    with(called(6, 7, failed), func(s *situation) { s.shedding, s.loaded = true, true }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
 		{row: "a shed at the last attempt while a trial of the engine runs",
-			s:    with(called(6, 7, shed), func(s *situation) { s.trying = true }),
-			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 7, floor: 5 * time.Second, uncharged: whyTrial, credit: true, await: true, gated: true}},
+			s:    with(called(6, 7, shed), func(s *situation) { s.trying, s.awaitLeft = true, 4*time.Second }),
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 7, floor: 5 * time.Second, uncharged: whyTrial, credit: true, await: true, within: 4 * time.Second, gated: true}},
 		{name: "a shed at the last attempt while a trial runs, without a record",
-			s:    with(called(6, 7, shed), func(s *situation) { s.trying, s.creditable = true, false }),
+			s:    with(called(6, 7, shed), func(s *situation) { s.trying, s.awaitLeft, s.creditable = true, 4*time.Second, false }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503, own: true}},
 		{name: "a read's own failure at the last attempt while a trial runs is its last",
-			s:    with(called(6, 7, failed), func(s *situation) { s.trying = true }),
+			s:    with(called(6, 7, failed), func(s *situation) { s.trying, s.awaitLeft = true, 4*time.Second }),
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP500, own: true}},
 		{name: "a shed with attempts left while a trial runs is charged, as before the trial",
-			s:    with(called(2, 3, shed), func(s *situation) { s.trying = true }),
+			s:    with(called(2, 3, shed), func(s *situation) { s.trying, s.awaitLeft = true, 4*time.Second }),
 			want: what{fate: fateRetry, cause: classify.CauseHTTP503, own: true, backoff: 2, floor: 5 * time.Second, gated: true}},
 		{row: "the next delivery of a read whose last shed awaits a verdict, a verdict of load standing",
 			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Load},
 			want: what{fate: fateCall}},
-		{row: "the next delivery of a read whose last shed awaits a verdict, the trial still running",
-			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, trying: true},
-			want: what{fate: fateRetry, cause: classify.CauseHTTP503, backoff: 8}},
-		{row: "the next delivery of a read whose last shed awaits a verdict: the reads' own, no verdict, or more than 10 deliveries reached no call",
+		{row: "the next delivery of a read whose last shed awaits a verdict, the trial still running, within its span",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, trying: true, awaitLeft: 3 * time.Second},
+			want: what{fate: fateRetry, cause: classify.CauseHTTP503, backoff: 8, within: 3 * time.Second}},
+		{name: "awaiting a verdict, the trial still running past its span",
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, trying: true, awaitLeft: -time.Millisecond},
+			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
+		{row: "the next delivery of a read whose last shed awaits a verdict: the reads' own, no verdict, the trial's span past, or more than 10 deliveries reached no call",
 			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Own},
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
 		{name: "awaiting a verdict, the reads' own found while another trial runs",
-			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Own, trying: true},
+			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting, verdict: engine.Own, trying: true, awaitLeft: time.Second},
 			want: what{fate: fateDeadLetter, reason: dlq.ReasonExhausted, cause: classify.CauseHTTP503}},
 		{name: "awaiting a verdict, no trial and none found",
 			s:    situation{attempt: 6, deliveries: 8, maxAttempts: 6, awaiting: awaiting},
