@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -130,6 +131,34 @@ func TestPastTheBoundOfDeliveriesWithoutACallIsDeadLettered(t *testing.T) {
 	assert.Equal(t, "unsettled", dl[0].Header.Get("Dlq-Cause"))
 	assert.Equal(t, strconv.Itoa(o.Policy.MaxAttempts), dl[0].Header.Get("Dlq-Attempts"), "the deliveries past the bound spent them")
 	assert.Equal(t, strconv.Itoa(stream.MaxUncalled+o.Policy.MaxAttempts+1), dl[0].Header.Get("Dlq-Deliveries"))
+}
+
+// A read whose last shed awaits a trial's verdict on its record, the
+// trial's span long past (no verdict came: its replica stopped, say), is
+// dead-lettered on its next delivery with the decision awaited, without
+// another call: its copy says it spent its attempts, the shed among them.
+// The record is read back from the records bucket of a real server.
+func TestAReadAwaitingAVerdictPastTheTrialsSpanIsDeadLetteredWithoutACall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	seq := e.publish("meter.reads.north", read("MTR-1", 1), nil)
+	o := e.options(15)
+	e.nakUncalled(o.Policy.MaxAttempts, 1) // the deliveries of its calls: three charged, the last one's shed credited
+	rec, err := json.Marshal(map[string]any{"calls": o.Policy.MaxAttempts - 1, "counts_calls": true, "sheds": 1,
+		"published_at": e.publishedAt(e.js, seq),
+		"awaiting": map[string]any{"reason": "exhausted", "class": "transient", "cause": "http_503",
+			"error": "http_503: downstream answered 503 Service Unavailable", "at": time.Now().Add(-time.Minute)}})
+	require.NoError(t, err)
+	_, err = e.set.Records.KV.Put(t.Context(), strconv.FormatUint(seq, 10), rec)
+	require.NoError(t, err)
+	e.start(o)
+	e.settled(10 * time.Second)
+	assert.Empty(t, e.re.Calls(key1), "no call past the awaited shed")
+	dl := e.deadLetters()
+	require.Len(t, dl, 1)
+	assert.Equal(t, "exhausted", dl[0].Header.Get("Dlq-Reason"))
+	assert.Equal(t, "http_503", dl[0].Header.Get("Dlq-Cause"))
+	assert.Equal(t, strconv.Itoa(o.Policy.MaxAttempts), dl[0].Header.Get("Dlq-Attempts"), "the awaited shed was its last attempt")
 }
 
 // A read whose every POST is answered with a redirect is never acked: the
