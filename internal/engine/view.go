@@ -486,7 +486,7 @@ func (v *View) judge(now time.Duration, c first) Judgement {
 	if v.o.NoDips {
 		return Undecided
 	}
-	if !v.trial.on && v.verdict.is == Load && now-v.verdict.at < v.o.Standing {
+	if !v.trial.on && v.standing(now) == Load {
 		if c.sent >= v.verdict.at && !v.verdict.retried && v.belied(now, c) {
 			// Try the engine again, from the limit the verdict was found
 			// at, its sheds still the engine's meanwhile: a replica of a
@@ -629,7 +629,7 @@ func (v *View) ownPlausible() bool {
 // evidence, while no standing verdict of load explains them (unless
 // anyway: for the dips, which go on while the sheds do). Locked.
 func (v *View) suspect(now time.Duration, anyway bool) bool {
-	if !anyway && v.verdict.is == Load && now-v.verdict.at < v.o.Standing {
+	if !anyway && v.standing(now) == Load {
 		return false
 	}
 	n, s := v.fresh.counts(now)
@@ -668,7 +668,7 @@ func (v *View) faded(now time.Duration) bool {
 // backgrounds is the shares shed that a standing verdict found the reads'
 // own, of first attempts and of retries. Locked.
 func (v *View) backgrounds(now time.Duration) [2]float64 {
-	if v.verdict.is == Own && now-v.verdict.at < v.o.Standing {
+	if v.standing(now) == Own {
 		return [2]float64{v.verdict.background, v.verdict.retryBackground}
 	}
 	return [2]float64{}
@@ -753,8 +753,7 @@ func (v *View) shedding(now time.Duration) bool {
 // limit of 1 re-sent its shed slot every few tenths of a millisecond.
 // Locked.
 func (v *View) paced(now time.Duration) bool {
-	vd := &v.verdict
-	return vd.is == Load && now-vd.at < v.o.Standing && vd.strong
+	return v.standing(now) == Load && v.verdict.strong
 }
 
 // shedRecent is how recent a shed must be for the engine to shed now.
@@ -838,7 +837,7 @@ func (v *View) Loaded() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.o.Clock.Mono()
-	return v.shed != 0 && now-v.shed <= shedRecent && v.verdict.is == Load && now-v.verdict.at < v.o.Standing
+	return v.shed != 0 && now-v.shed <= shedRecent && v.standing(now) == Load
 }
 
 // Shedding reports whether a shed is the engine's load rather than the
@@ -873,10 +872,16 @@ func (v *View) TrialSpan() time.Duration { return time.Duration(v.o.MaxDips) * v
 func (v *View) Verdict() Judgement {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.verdict.is == Undecided || v.o.Clock.Mono()-v.verdict.at >= v.o.Standing {
-		return Undecided
+	return v.standing(v.o.Clock.Mono())
+}
+
+// standing is the verdict that stands at now: the last trial's, for
+// Standing after it was found (Undecided when none stands). Locked.
+func (v *View) standing(now time.Duration) Judgement {
+	if now-v.verdict.at < v.o.Standing {
+		return v.verdict.is
 	}
-	return v.verdict.is
+	return Undecided
 }
 
 // Serving reports whether the engine may be serving anyone: it is not

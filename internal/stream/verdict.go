@@ -175,6 +175,26 @@ type verdict struct {
 	copyErr error
 }
 
+// awaited is the fate of a read whose last shed awaits a trial's verdict
+// (Record.Awaiting), before any call.
+func awaited(s situation) verdict {
+	inBudget := s.attempt <= s.maxAttempts // not past the deliveries that may reach no call
+	switch {
+	case inBudget && s.verdict == engine.Load:
+		// The trial found the engine's sheds its load: the last shed was
+		// the engine's state, credited as the ones before it: called again.
+		return verdict{fate: fateCall}
+	case inBudget && s.verdict == engine.Undecided && s.trying && s.awaitLeft > 0:
+		// Still tried: held again, without a call, for the verdict, no
+		// longer than the trial may take.
+		return verdict{fate: fateRetry, cause: s.awaiting.classified(), backoff: s.deliveries, within: s.awaitLeft}
+	}
+	// The reads' own, no verdict, a trial's span awaited, or held past the
+	// deliveries that may reach no call: the shed was the read's last
+	// attempt.
+	return verdict{fate: fateDeadLetter, reason: s.awaiting.Reason, cause: s.awaiting.classified()}
+}
+
 // decide is a read's fate, from its situation alone: docs/SETTLEMENT.md's
 // table, row by row (TestSettlementTable).
 func decide(s situation) verdict {
@@ -203,19 +223,8 @@ func decide(s situation) verdict {
 			return verdict{fate: fateDeadLetter, reason: s.decided.Reason, cause: s.decided.classified()}
 		case s.invalid != nil:
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonPermanent, cause: classify.Of(s.invalid), own: true}
-		case s.awaiting != nil && s.attempt <= s.maxAttempts && s.verdict == engine.Load:
-			// The trial found the engine's sheds its load: the last shed was
-			// the engine's state, credited as the ones before it: called again.
-			return verdict{fate: fateCall}
-		case s.awaiting != nil && s.attempt <= s.maxAttempts && s.verdict == engine.Undecided && s.trying && s.awaitLeft > 0:
-			// Still tried: held again, without a call, for the verdict, no
-			// longer than the trial may take.
-			return verdict{fate: fateRetry, cause: s.awaiting.classified(), backoff: s.deliveries, within: s.awaitLeft}
 		case s.awaiting != nil:
-			// The reads' own, no verdict, a trial's span awaited, or held
-			// past the deliveries that may reach no call: the shed was the
-			// read's last attempt.
-			return verdict{fate: fateDeadLetter, reason: s.awaiting.Reason, cause: s.awaiting.classified()}
+			return awaited(s)
 		case s.attempt > s.maxAttempts:
 			return verdict{fate: fateDeadLetter, reason: dlq.ReasonExhausted, own: true, cause: classify.NewTransient(classify.CauseUnsettled, fmt.Errorf(
 				"attempt %d (delivery %d) is past the attempt limit of %d: its calls on record spent them, or too many deliveries reached no call",
