@@ -6,8 +6,8 @@
 // The scenarios, all but process on an in-process NATS server with JetStream:
 //
 //   - overhead: the pipeline with a no-op sink against a bare Consume loop
-//     that only acks (and, as diagnostics, that loop fanned out to 32
-//     goroutines, and the fan-out also decoding each read), at several pulls;
+//     that only acks (and, as a diagnostic, that loop fanned out to 32
+//     goroutines that decode each read before the ack), at several pulls;
 //   - storm: reads that all fail once at the same time, redelivered with full
 //     jitter or with a fixed delay, and how peaky the redeliveries are;
 //   - steady: a steady 20% transient failure rate, held in process or NAKed
@@ -17,7 +17,7 @@
 //     after the bare client and against its target;
 //   - process: the consumer binary and a bare consumer, each a process of its
 //     own, against a nats-server process: reads/s, and per read CPU,
-//     allocations, GC cycles and syscalls.
+//     allocations and GC cycles.
 //
 // The bare client (bareRetrier: the product's HTTP sink, 32 goroutines, none
 // of its controls) is the storm's, the steady's and the matrix's baseline.

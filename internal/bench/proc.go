@@ -44,28 +44,18 @@ func (t *tail) String() string {
 	return string(t.b)
 }
 
-// procSample is what /proc says of a process at one moment.
-type procSample struct {
-	cpu      time.Duration // utime + stime, every thread's
-	syscalls int64         // read- and write-type system calls (syscr + syscw)
-}
-
-// sampleProc reads pid's CPU time from /proc/<pid>/stat and its read and
-// write system calls from /proc/<pid>/io.
-func sampleProc(pid int) (procSample, error) {
+// cpuOf is pid's CPU time so far, utime + stime of every thread, from
+// /proc/<pid>/stat.
+func cpuOf(pid int) (time.Duration, error) {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return procSample{}, fmt.Errorf("proc: %w", err)
+		return 0, fmt.Errorf("proc: %w", err)
 	}
 	st, err := p.Stat()
 	if err != nil {
-		return procSample{}, fmt.Errorf("proc stat: %w", err)
+		return 0, fmt.Errorf("proc stat: %w", err)
 	}
-	io, err := p.IO()
-	if err != nil {
-		return procSample{}, fmt.Errorf("proc io: %w", err)
-	}
-	return procSample{cpu: time.Duration(st.CPUTime() * float64(time.Second)), syscalls: int64(io.SyscR + io.SyscW)}, nil
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
 // child is a process the bench started, its output's end kept for errors.

@@ -81,25 +81,19 @@ type ProcessRun struct {
 	ReadsPerSec float64       `json:"reads_per_sec"`              // WindowReads / Window
 	StartToEnd  float64       `json:"start_to_end_reads_per_sec"` // n / (the process's start to the last read acked)
 	CPUMicros   float64       `json:"cpu_us_per_read"`            // utime + stime, /proc/<pid>/stat
-	Syscalls    float64       `json:"syscalls_per_read"`          // syscr + syscw, /proc/<pid>/io
 	Mallocs     float64       `json:"mallocs_per_read"`
 	AllocBytes  float64       `json:"alloc_bytes_per_read"`
 	GCPer1000   float64       `json:"gc_cycles_per_1000_reads"`
 	HWM         int64         `json:"vm_hwm_bytes"`
-	// The nats-server's and the bench's (the engine, the polling of the
-	// durable) over the same window.
-	ServerCPUMicros float64  `json:"server_cpu_us_per_read"`
-	ServerSyscalls  float64  `json:"server_syscalls_per_read"`
-	BenchCPUMicros  float64  `json:"bench_cpu_us_per_read"`
-	Engine          KeyTally `json:"engine"`
-	Exit            string   `json:"exit"` // after SIGTERM
+	Engine      KeyTally      `json:"engine"`
+	Exit        string        `json:"exit"` // after SIGTERM
 }
 
 // runProcess runs cfg.ProcessRounds rounds of the process scenario, or says
 // why it skipped them.
 func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 	out = &Process{N: cfg.ProcessN, Rounds: cfg.ProcessRounds, BodyBytes: len(processBody(0))}
-	_, perr := sampleProc(os.Getpid())
+	_, perr := cpuOf(os.Getpid())
 	switch {
 	case cfg.NATSServer == "":
 		out.Skipped = "no nats-server binary"
@@ -131,7 +125,7 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 	}
 	defer eng.Close()
 
-	p := processPass{e: e, srv: srv, eng: eng, cfg: cfg}
+	p := processPass{e: e, eng: eng, cfg: cfg}
 	for round := range cfg.ProcessRounds {
 		// The order alternates, round by round, so that a drift of the
 		// machine (a store that grows, a neighbour's load) favours neither.

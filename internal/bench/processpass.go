@@ -24,7 +24,6 @@ import (
 // backlog.
 type processPass struct {
 	e   *env
-	srv *natsProc
 	eng *keyEngine
 	cfg Config
 }
@@ -33,7 +32,7 @@ type processPass struct {
 type window struct {
 	at    time.Time
 	floor uint64
-	procs [3]procSample // the consumer's, the nats-server's, the bench's
+	cpu   time.Duration // the consumer's
 	mem   memCounters   // the product's, from /metrics
 }
 
@@ -88,31 +87,19 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		cmd.Stdout = &stdout // its BareStats line
 	}
 
-	pids := []int{0, p.srv.Process.Pid, os.Getpid()} // the consumer's once it runs
-	sample := func(w *window) (err error) {
-		for i, pid := range pids {
-			if pid != 0 {
-				if w.procs[i], err = sampleProc(pid); err != nil {
-					return err
-				}
-			}
-		}
-		if product && pids[0] != 0 {
-			w.mem, err = scrapeMemCounters(ctx, metricsAddr)
-		}
-		return err
-	}
-	var begin window
-	if err := sample(&begin); err != nil {
-		return r, err
-	}
-	begin.at = time.Now()
+	begin := window{at: time.Now()}
 	c, err := startChild(cmd)
 	if err != nil {
 		return r, err
 	}
 	defer c.kill()
-	pids[0] = c.Process.Pid
+	sample := func(w *window) (err error) {
+		if w.cpu, err = cpuOf(c.Process.Pid); err != nil || !product {
+			return err
+		}
+		w.mem, err = scrapeMemCounters(ctx, metricsAddr)
+		return err
+	}
 
 	var first, end *window
 	var profiling sync.WaitGroup
@@ -153,13 +140,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	reads := float64(r.WindowReads)
 	r.ReadsPerSec = reads / r.Window.Seconds()
 	r.StartToEnd = float64(n) / end.at.Sub(begin.at).Seconds()
-	per := func(i int) (cpuMicros, syscalls float64) {
-		a, b := first.procs[i], end.procs[i]
-		return float64((b.cpu - a.cpu).Microseconds()) / reads, float64(b.syscalls-a.syscalls) / reads
-	}
-	r.CPUMicros, r.Syscalls = per(0)
-	r.ServerCPUMicros, r.ServerSyscalls = per(1)
-	r.BenchCPUMicros, _ = per(2)
+	r.CPUMicros = float64((end.cpu - first.cpu).Microseconds()) / reads
 	mem, over := memCounters{end.mem.mallocs - first.mem.mallocs, end.mem.bytes - first.mem.bytes, end.mem.gcs - first.mem.gcs}, reads
 	if r.HWM, err = vmHWM(c.Process.Pid); err != nil {
 		return r, err

@@ -38,13 +38,6 @@ func (p *Process) rows() []Row {
 		{"allocations/read (bare: MemStats.Mallocs; ours: go_memstats_mallocs_total)", "%.1f", func(r ProcessRun) float64 { return r.Mallocs }},
 		{"bytes allocated/read (bare: MemStats.TotalAlloc; ours: go_memstats_alloc_bytes_total)", "%.0f B", func(r ProcessRun) float64 { return r.AllocBytes }},
 		{"GC cycles per 1000 reads (bare: MemStats.NumGC; ours: go_gc_duration_seconds_count)", "%.2f", func(r ProcessRun) float64 { return r.GCPer1000 }},
-		{"read+write syscalls/read (/proc/<pid>/io syscr+syscw; diagnostic)", "%.2f", func(r ProcessRun) float64 { return r.Syscalls }},
-		{"nats-server CPU/read in the same window", "%.2f µs", func(r ProcessRun) float64 { return r.ServerCPUMicros }},
-		{"nats-server read+write syscalls/read in the same window", "%.2f", func(r ProcessRun) float64 { return r.ServerSyscalls }},
-		{"the bench's CPU/read (the engine, the polling) in the same window", "%.2f µs", func(r ProcessRun) float64 { return r.BenchCPUMicros }},
-		{"CPU/read of the three processes (consumer, nats-server, bench)", "%.2f µs", func(r ProcessRun) float64 {
-			return r.CPUMicros + r.ServerCPUMicros + r.BenchCPUMicros
-		}},
 	} {
 		row := figure(f.measure, f.format, f.of)
 		if mb := spanOf(mapped(b, f.of)).Median; mb > 0 {

@@ -30,7 +30,6 @@ const (
 	sideServer       = "server"
 	sideConsumer     = "consumer"
 	sideBare         = "bare"
-	sideFanOut       = "fanout"
 	sideFanOutDecode = "fanout-decode"
 	sideDownstream   = "downstream"
 	sidePublisher    = "publisher"
