@@ -223,6 +223,11 @@ func (c *Consumer) breakerChanged(from, to breaker.State) {
 		// load.
 		c.view.Back()
 		c.limit.SlowStart()
+		if n := c.retries.back(c.o.Policy.Base, c.o.Rand); n > 0 {
+			c.m.hastened.Add(float64(n))
+			c.log.LogAttrs(context.Background(), slog.LevelInfo, "held retries hastened: the rate engine is back",
+				slog.Int("retries", n), slog.Duration("within", c.o.Policy.Base))
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package stream
 
-import "time"
+import (
+	"time"
+
+	"github.com/meterline/meter-consumer/internal/retry"
+)
 
 // retries holds NAKed reads in the process until their retry delay is
 // over, then NAKs them without a delay, which the server redelivers at
@@ -29,13 +33,14 @@ type retries struct {
 
 // hold keeps d until delay has passed, then NAKs it; a retry of the
 // downstream call also waits for the gate (a copy retried, gated: false,
-// does not).
-func (r *retries) hold(d *delivery, delay time.Duration, gated bool) {
+// does not). engines: the delay grew with the engine's state, not with
+// the read's own failures (see back).
+func (r *retries) hold(d *delivery, delay time.Duration, gated, engines bool) {
 	if delay <= 0 && !gated {
 		r.settle("nak", d.nak())
 		return
 	}
-	w := &waiting{d: d, due: r.keep.now().Add(delay), then: r.nak, ready: ready}
+	w := &waiting{d: d, due: r.keep.now().Add(delay), then: r.nak, ready: ready, engines: engines}
 	if gated {
 		w.ready, w.then = r.ready, r.nakDue
 	}
@@ -63,6 +68,26 @@ func (r *retries) nakDue(d *delivery) {
 	if err == nil && r.naked != nil {
 		r.naked()
 	}
+}
+
+// back makes every held retry whose delay grew with the engine's state
+// due within spread of now (drawn uniformly for each, so a replica's
+// reads do not come back together), where it was due later than that; it
+// returns how many. The engine is back (the breaker closed on answered probes):
+// a delay its outage grew (doubling with each credited delivery, up to
+// the policy's cap) held reads from their bill after the return; against
+// an engine down for 10s, 4 replicas with the production policy billed
+// their last read 5.6-9.5s after it in 2 of about 30 runs, a read called 6
+// times in the outage's first second waiting out a delay of 14.6s.
+// Spread is the policy's base: the delay of a first retry.
+func (r *retries) back(spread time.Duration, rnd retry.Source) int {
+	now := r.keep.now()
+	return r.keep.hasten(func(w *waiting) (time.Time, bool) {
+		if !w.engines || !w.due.After(now.Add(spread)) {
+			return time.Time{}, false // its own, or due within the spread already
+		}
+		return now.Add(time.Duration(rnd.Int64N(int64(spread) + 1))), true
+	})
 }
 
 // release gives every held read back to the server with the rest of its

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meterline/meter-consumer/internal/retry"
 )
 
 // manualClock is a clock a test moves by hand.
@@ -22,7 +24,7 @@ func TestHeldRetryIsNakedWhenItsDelayIsOver(t *testing.T) {
 	keep := testKeepAlive(clk.now)
 	r := &retries{keep: keep, gate: func() (bool, time.Duration) { return true, 0 }}
 	msg := newFakeMsg(goodRead, 1)
-	r.hold(owned(msg), 3*time.Second, true)
+	r.hold(owned(msg), 3*time.Second, true, false)
 	keep.wait()
 	assert.Equal(t, 1, msg.count("in_progress"), "kept alive at once")
 	assert.NotContains(t, msg.settled(), "nak")
@@ -47,7 +49,7 @@ func TestGateDeniedRetryIsHeldAgain(t *testing.T) {
 	asked := 0
 	r := &retries{keep: keep, gate: func() (bool, time.Duration) { asked++; return open, 5 * time.Second }}
 	msg := newFakeMsg(goodRead, 1)
-	r.hold(owned(msg), time.Second, true)
+	r.hold(owned(msg), time.Second, true, false)
 
 	clk.advance(time.Second)
 	keep.wait()
@@ -77,9 +79,9 @@ func TestUngatedRetryNeverAsksTheGate(t *testing.T) {
 		return false, time.Second
 	}}
 	now, later := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	r.hold(owned(now), 0, false)
+	r.hold(owned(now), 0, false, false)
 	assert.Equal(t, []string{"nak"}, now.settled())
-	r.hold(owned(later), time.Second, false)
+	r.hold(owned(later), time.Second, false, false)
 	clk.advance(time.Second)
 	keep.wait()
 	assert.Contains(t, later.settled(), "nak")
@@ -94,8 +96,8 @@ func TestReleaseGivesHeldReadsBackWithTheRestOfTheirDelay(t *testing.T) {
 	p := newPark(keep)
 	r := &retries{keep: keep, gate: func() (bool, time.Duration) { return false, time.Hour }}
 	held, due, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	r.hold(owned(held), 5*time.Second, true)
-	r.hold(owned(due), time.Second, true)
+	r.hold(owned(held), 5*time.Second, true, false)
+	r.hold(owned(due), time.Second, true, false)
 	p.add(owned(parked))
 	clk.advance(2 * time.Second)
 
@@ -104,4 +106,40 @@ func TestReleaseGivesHeldReadsBackWithTheRestOfTheirDelay(t *testing.T) {
 	assert.Equal(t, []string{"nak"}, due.settled())
 	assert.Empty(t, parked.settled(), "a parked read is the park's to give back")
 	assert.Equal(t, 1, keep.size())
+}
+
+// The engine back, each held retry whose delay grew with its outage is due
+// within the spread, drawn for it from the seeded source; a read's own
+// retry, one due sooner already and a parked read keep their times.
+func TestBackHastensTheRetriesTheOutageDelayed(t *testing.T) {
+	t.Parallel()
+	clk := &manualClock{t: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)}
+	keep := testKeepAlive(clk.now)
+	p := newPark(keep)
+	r := &retries{keep: keep, gate: func() (bool, time.Duration) { return true, 0 }}
+	outage, soon, own, parked := newFakeMsg(goodRead, 3), newFakeMsg(goodRead, 3), newFakeMsg(goodRead, 3), newFakeMsg(goodRead, 1)
+	r.hold(owned(outage), 12*time.Second, true, true)
+	r.hold(owned(soon), 100*time.Millisecond, true, true)
+	r.hold(owned(own), 12*time.Second, true, false)
+	p.add(owned(parked))
+
+	// The draw is the seeded source's first: 480ms of the 500ms spread.
+	draw := time.Duration(retry.NewRand(7).Int64N(int64(500*time.Millisecond) + 1))
+	require.Equal(t, 480*time.Millisecond, draw.Round(time.Millisecond))
+	assert.Equal(t, 1, r.back(500*time.Millisecond, retry.NewRand(7)), "only the outage's retry due later than the spread")
+
+	clk.advance(100 * time.Millisecond)
+	keep.wait()
+	assert.Equal(t, []string{"nak"}, soon.settled(), "due sooner already: at its own time")
+	assert.NotContains(t, outage.settled(), "nak")
+
+	clk.advance(draw - 100*time.Millisecond)
+	keep.wait()
+	assert.Equal(t, []string{"nak"}, outage.settled(), "due at the draw from the return")
+	assert.NotContains(t, own.settled(), "nak", "a read's own delay is its own")
+	assert.Empty(t, parked.settled())
+
+	clk.advance(12 * time.Second)
+	keep.wait()
+	assert.Equal(t, []string{"nak"}, own.settled())
 }

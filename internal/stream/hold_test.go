@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meterline/meter-consumer/internal/breaker"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -136,4 +137,61 @@ func (l *logRecorder) delaysBySeq() map[uint64]time.Duration {
 		}
 	}
 	return out
+}
+
+// Back from an outage, the reads whose retry delays the outage grew (each
+// failure credited to the engine, each delay doubling with the read's
+// calls, up to the policy's cap) are called again within the policy's base
+// of the breaker closing, not after the rest of those delays: held out,
+// the last read of a four-replica fleet was billed 9.5s after an engine
+// down for 10s came back.
+func TestTheReturnHastensTheRetriesTheOutageDelayed(t *testing.T) {
+	t.Parallel()
+	e, down := newOutageEnv(t, true)
+	o := e.options(77)
+	o.Policy = retry.Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, MaxAttempts: 12, MaxServerWait: 5 * time.Second}
+	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 5, FailureRatio: 0.5,
+		CoolDown: 200 * time.Millisecond, MaxCoolDown: 400 * time.Millisecond, Probes: 1}
+	e.start(o)
+	const reads = 40
+	for i := range reads {
+		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+	}
+	// Down until the breaker has opened and some read has been called four
+	// times: its next delay is drawn from up to 4s.
+	require.Eventually(t, func() bool {
+		if e.metric("meter_consumer_breaker_transitions_total", "to", "open") == 0 {
+			return false
+		}
+		for i := range reads {
+			if len(e.re.Calls(keyOf(i))) >= 4 {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond, "reads called again through the outage")
+	down.Store(false)
+	require.Eventually(t, func() bool {
+		return e.metric("meter_consumer_breaker_state") == float64(breaker.Closed)
+	}, 10*time.Second, time.Millisecond, "the breaker closes on the return")
+	closed := time.Now()
+	e.settled(30 * time.Second)
+
+	var last time.Time
+	for i := range reads {
+		calls := e.re.Calls(keyOf(i))
+		require.NotEmpty(t, calls, "read %d", i)
+		c := calls[len(calls)-1]
+		require.Equal(t, http.StatusOK, c.Status, "read %d billed", i)
+		if c.At.After(last) {
+			last = c.At
+		}
+	}
+	assert.Empty(t, e.deadLetters())
+	assert.Positive(t, e.metric("meter_consumer_retries_hastened_total"))
+	assert.Less(t, last.Sub(closed), o.Policy.Base+time.Second, "every read billed within the base (and a second's slack) of the return")
+	t.Logf("last bill %s after the breaker closed; %d retries hastened; %d calls; opened %v; uncharged down %v shedding %v breaker %v",
+		last.Sub(closed), int(e.metric("meter_consumer_retries_hastened_total")), e.re.total(),
+		e.metric("meter_consumer_breaker_transitions_total", "to", "open"), e.metric("meter_consumer_uncharged_failures_total", "why", "engine_down"),
+		e.metric("meter_consumer_uncharged_failures_total", "why", "shedding"), e.metric("meter_consumer_uncharged_failures_total", "why", "breaker"))
 }

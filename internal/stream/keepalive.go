@@ -53,6 +53,10 @@ type waiting struct {
 	ready func(now time.Time) time.Duration
 	// then carries out a read whose due time came, outside the lock.
 	then func(*delivery)
+	// engines: a held retry whose delay grew with the engine's state (its
+	// failure credited to the engine, no Retry-After), not with the read's
+	// own failures: due sooner once the engine is back (retries.back).
+	engines bool
 }
 
 // never is the due time of a parked read: it is only kept alive.
@@ -146,6 +150,27 @@ func (k *keepAlive) take(keep func(*waiting) bool) []*waiting {
 	k.mu.Unlock()
 	k.onSize(n)
 	return taken
+}
+
+// hasten brings each waiting read's due time forward to sooner(w), where
+// sooner says so and that is earlier; it returns how many it moved.
+func (k *keepAlive) hasten(sooner func(*waiting) (time.Time, bool)) int {
+	k.mu.Lock()
+	n := 0
+	for _, w := range k.items {
+		if t, ok := sooner(w); ok && t.Before(w.due) {
+			w.due = t
+			n++
+		}
+	}
+	if n > 0 {
+		heap.Init(&k.items)
+	}
+	k.mu.Unlock()
+	if n > 0 {
+		signal(k.wake)
+	}
+	return n
 }
 
 // size returns how many reads are waiting.

@@ -23,7 +23,7 @@ func TestHeldAndParkedReadsAreKeptAliveAtOnce(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	held, parked := newFakeMsg(goodRead, 1), newFakeMsg(goodRead, 1)
-	r.hold(owned(held), time.Hour, true)
+	r.hold(owned(held), time.Hour, true, false)
 	p.add(owned(parked))
 	require.Eventually(t, func() bool {
 		return held.count("in_progress") == 1 && parked.count("in_progress") == 1

@@ -35,6 +35,7 @@ type Metrics struct {
 	rejected        *prometheus.CounterVec
 	retries         *prometheus.CounterVec
 	recalled        prometheus.Counter
+	hastened        prometheus.Counter
 	settleErrors    *prometheus.CounterVec
 	panics          prometheus.Counter
 	retryDelay      prometheus.Histogram
@@ -116,6 +117,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		recalled: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "retries_recalled_total",
 			Help: "Reads brought by the pulls this replica sends right after NAKing a due retry, so that the retry comes back at once instead of behind the reads buffered (the server hands out redeliveries first).",
+		}),
+		hastened: f.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "retries_hastened_total",
+			Help: "Held retries made due within the retry policy's base as the breaker closed: their delays had grown with the rate engine's outage (failures credited to the engine, no Retry-After), not with the reads' own failures.",
 		}),
 		leasesLost: f.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "leases_lost_total",
