@@ -319,7 +319,7 @@ func (c *Consumer) retryLater(ctx context.Context, d *delivery, v verdict) {
 		p.Cap = min(p.Cap, v.within)
 	}
 	delay := p.DelayWithFloor(v.backoff, c.o.Rand, v.floor)
-	c.retries.hold(d, delay, v.gated, v.credit && !v.await && v.floor == 0)
+	c.retries.hold(d, delay, v.gated, v.engines())
 	c.m.retryDelay.Observe(delay.Seconds())
 	c.m.settled(OutcomeNak, c.now().Sub(d.start).Seconds())
 	if v.copyErr == nil {

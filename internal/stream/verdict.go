@@ -175,6 +175,12 @@ type verdict struct {
 	copyErr error
 }
 
+// engines reports a retry whose delay grew with the engine's state, not
+// with the read's own failures: its failure credited to the engine, not
+// awaiting a trial's verdict, and no Retry-After. Held, it is due sooner
+// once the engine is back (retries.back).
+func (v verdict) engines() bool { return v.credit && !v.await && v.floor == 0 }
+
 // awaited is the fate of a read whose last shed awaits a trial's verdict
 // (Record.Awaiting), before any call.
 func awaited(s situation) verdict {
