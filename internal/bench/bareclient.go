@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,42 +16,52 @@ import (
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
-// bareRetrier is the in-process bare client, the baseline of the storm, the
-// steady and the engine matrix: the product's HTTP sink with the pipeline's
-// concurrency and none of its controls (no limit, retry budget or breaker),
-// 32 goroutines that POST each read pulled and ack a 2xx. Any other answer,
-// or none, is retried after the delay spec gives its attempt: held in
-// process and sent again when due, ahead of any read not yet called, as the
-// pipeline sends its retries; or, past spec.hold, NAKed at once with
-// NakWithDelay. A read whose last attempt failed is terminated, standing for
-// its dead-letter. The delays it asks go to spec.naks, the reads it
-// terminates to spec.gaveUp.
-func bareRetrier(e *env, spec bareSpec) starter {
+// bare starts the bench's one bare baseline, a Consume loop with none of
+// the pipeline's controls (no limit, retry budget, breaker or records). With
+// a url it posts each read with the product's HTTP sink and acks a 2xx; any
+// other answer, or none, is NAKed at once, or with a policy retried after
+// the delay it gives the attempt: held in process and sent again when due,
+// ahead of any read not yet called, as the pipeline sends its retries, or,
+// past hold, NAKed with NakWithDelay. A read whose last attempt failed is
+// terminated, standing for its dead-letter. Without a url it acks each read
+// (after decoding it, with decode): the overhead's loops.
+func bare(e *env, spec bareSpec) starter {
 	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, sideBare, func(ctx context.Context) {
-			sink, serr := httpSink(spec.url)
-			if serr != nil {
-				err = serr
-				return
+		side := cmp.Or(spec.side, sideBare)
+		labelled(ctx, side, func(ctx context.Context) {
+			b := &bareClient{bareSpec: spec, fresh: make(chan jetstream.Msg), due: make(chan held, 4096), quit: make(chan struct{})}
+			if spec.url != "" {
+				if b.sink, err = httpSink(spec.url); err != nil {
+					return
+				}
 			}
-			b := &bareClient{bareSpec: spec, sink: sink, fresh: make(chan jetstream.Msg), due: make(chan held, 4096), quit: make(chan struct{})}
-			for range httpConcurrency {
-				b.wg.Go(func() { b.work(ctx) })
+			dispatch := func(m jetstream.Msg) { b.settle(ctx, held{m: m}) }
+			if spec.workers > 0 {
+				dispatch = b.dispatch
+				for range spec.workers {
+					b.wg.Go(func() { b.work(ctx) })
+				}
 			}
-			r, err = consume(ctx, e, "bench-bare", durable, b.dispatch, func() {
-				close(b.quit)
-				b.wg.Wait()
-				sink.CloseIdle()
-			}, spec.opts...)
+			var opts []jetstream.PullConsumeOpt
+			if spec.pull > 0 {
+				opts = append(opts, jetstream.PullMaxMessages(spec.pull))
+			}
+			r, err = consume(ctx, e, "bench-"+side, durable, dispatch, b.stop, opts...)
 		})
 		return r, err
 	}
 }
 
-// bareSpec is where the bare client posts and how it retries.
+// bareSpec is what the bare baseline does with a read.
 type bareSpec struct {
-	url    string
-	policy retry.Policy // its attempts, and its full-jitter delays raised to a Retry-After (DelayWithFloor)
+	side    string // its pprof side, and connection name bench-<side> (default sideBare)
+	url     string // where it posts; "" posts nothing
+	decode  bool   // without a url: decode each read before its ack
+	workers int    // goroutines settling reads; 0: Consume's callback settles them
+	pull    int    // PullMaxMessages; 0: nats.go's default
+	// policy gives its attempts, and its full-jitter delays raised to a
+	// Retry-After (DelayWithFloor); zero: a failed read is NAKed at once.
+	policy retry.Policy
 	rnd    retry.Source
 	// fixed, when set, is the delay of every retry instead: what a JetStream
 	// BackOff gives (the storm's baseline).
@@ -58,25 +69,26 @@ type bareSpec struct {
 	// hold is the longest delay held in process (the matrix's: holdMax); with
 	// 0, every retry is NAKed with its delay.
 	hold   time.Duration
-	naks   *nakCapture
-	gaveUp *seqSet
-	opts   []jetstream.PullConsumeOpt
+	naks   *nakCapture // gets the delays asked, when set
+	gaveUp *seqSet     // gets the reads terminated, when set
+	acked  func()      // called after each ack, when set
 }
 
 // holdMax is the longest delay the matrix's bare client holds a read for
 // itself, a third of the durable's ack wait (30s).
 const holdMax = 10 * time.Second
 
-// held is a read the bare client retries itself, and its attempt.
+// held is a read the bare client retries itself, and its attempt (0: its
+// delivery count).
 type held struct {
 	m       jetstream.Msg
 	attempt uint64
 }
 
-// bareClient is the bare client's workers: retries that are due go first.
+// bareClient is the bare baseline's workers: retries that are due go first.
 type bareClient struct {
 	bareSpec
-	sink  *downstream.HTTP
+	sink  *downstream.HTTP   // nil without a url
 	fresh chan jetstream.Msg // reads pulled, not called yet
 	due   chan held          // reads whose retry is due
 	quit  chan struct{}
@@ -87,6 +99,15 @@ func (b *bareClient) dispatch(m jetstream.Msg) {
 	select {
 	case b.fresh <- m:
 	case <-b.quit:
+	}
+}
+
+// stop ends the workers and closes the sink's connections.
+func (b *bareClient) stop() {
+	close(b.quit)
+	b.wg.Wait()
+	if b.sink != nil {
+		b.sink.CloseIdle()
 	}
 }
 
@@ -102,12 +123,7 @@ func (b *bareClient) work(ctx context.Context) {
 		case h := <-b.due:
 			b.settle(ctx, h)
 		case m := <-b.fresh:
-			md, err := m.Metadata()
-			if err != nil {
-				_ = m.Term()
-				continue
-			}
-			b.settle(ctx, held{m: m, attempt: md.NumDelivered})
+			b.settle(ctx, held{m: m})
 		case <-b.quit:
 			return
 		}
@@ -117,18 +133,29 @@ func (b *bareClient) work(ctx context.Context) {
 // settle calls h's read and acks, retries or terminates it.
 func (b *bareClient) settle(ctx context.Context, h held) {
 	m := h.m
+	if b.sink == nil && !b.decode {
+		b.ack(m)
+		return
+	}
 	md, merr := m.Metadata()
 	read, derr := meter.Decode(m.Data())
 	if merr != nil || derr != nil {
-		_ = m.Term()
+		_ = m.Term() // never on the bench's reads
 		return
 	}
-	err := b.sink.Deliver(ctx, read)
-	if err == nil {
-		_ = m.Ack()
-		return
+	var err error
+	if b.sink != nil {
+		err = b.sink.Deliver(ctx, read)
 	}
-	if b.policy.Exhausted(h.attempt) {
+	attempt := cmp.Or(h.attempt, md.NumDelivered)
+	switch {
+	case err == nil:
+		b.ack(m)
+		return
+	case b.policy.MaxAttempts == 0:
+		_ = m.Nak()
+		return
+	case b.policy.Exhausted(attempt):
 		b.gaveUp.add(md.Sequence.Stream)
 		_ = m.Term()
 		return
@@ -139,7 +166,7 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 	}
 	delay := b.fixed
 	if delay == 0 {
-		delay = b.policy.DelayWithFloor(h.attempt, b.rnd, retryAfter)
+		delay = b.policy.DelayWithFloor(attempt, b.rnd, retryAfter)
 	}
 	b.naks.record(md.Sequence.Stream, delay)
 	if delay > b.hold {
@@ -148,17 +175,31 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 	}
 	time.AfterFunc(delay, func() {
 		select {
-		case b.due <- held{m: m, attempt: h.attempt + 1}:
+		case b.due <- held{m: m, attempt: attempt + 1}:
 		case <-b.quit:
 		}
 	})
 }
 
-// seqSet is a set of stream sequences, safe for concurrent use.
+func (b *bareClient) ack(m jetstream.Msg) {
+	_ = m.Ack()
+	if b.acked != nil {
+		b.acked()
+	}
+}
+
+// seqSet is a set of stream sequences, safe for concurrent use; a nil set
+// keeps none.
 type seqSet struct{ m sync.Map }
 
-func newSeqSet() *seqSet              { return &seqSet{} }
-func (s *seqSet) add(seq uint64)      { s.m.Store(seq, true) }
+func newSeqSet() *seqSet { return &seqSet{} }
+
+func (s *seqSet) add(seq uint64) {
+	if s != nil {
+		s.m.Store(seq, true)
+	}
+}
+
 func (s *seqSet) has(seq uint64) bool { _, ok := s.m.Load(seq); return ok }
 
 // nakCapture keeps every delay asked for a read, by stream sequence: the
@@ -204,10 +245,13 @@ func (c *nakCapture) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// record keeps the delay asked now for the read at stream sequence seq. The
-// time is taken here, a monotonic reading that compares safely with the rate
-// engine's.
+// record keeps the delay asked now for the read at stream sequence seq; a
+// nil capture keeps none. The time is taken here, a monotonic reading that
+// compares safely with the rate engine's.
 func (c *nakCapture) record(seq uint64, delay time.Duration) {
+	if c == nil {
+		return
+	}
 	now := time.Now()
 	c.mu.Lock()
 	c.delays[seq] = append(c.delays[seq], asked{at: now, delay: delay})

@@ -19,8 +19,11 @@
 //     own, against a nats-server process: reads/s, and per read CPU,
 //     allocations and GC cycles.
 //
-// The bare client (bareRetrier: the product's HTTP sink, 32 goroutines, none
-// of its controls) is the storm's, the steady's and the matrix's baseline.
+// One bare client (bare: a Consume loop with none of the pipeline's controls)
+// is every baseline: acking each read, or decoding it first, for the
+// overhead; posting it with the product's HTTP sink from 32 goroutines, and
+// retrying it, for the storm, the steady, the matrix and the process
+// scenario.
 // Every consumer of ours is built by service.Pipeline, the binary's own
 // wiring (see product); the overhead's, the storm's and the steady's run
 // without the breaker (but in the overhead's +breaker row), the adaptive

@@ -393,7 +393,7 @@ func (m *matrix) reads(c readsCell) (EngineCell, error) {
 }
 
 // bare measures cell's BareGoodput and BareDone: the bare client
-// (bareRetrier) with policy drains kinds from a fresh engine of shape until
+// (bare) with policy drains kinds from a fresh engine of shape until
 // every read but the always-503 ones is billed, or the deadline.
 func (m *matrix) bare(cell *EngineCell, shape LatencyShape, kinds []readKind, seed uint64, atOnce bool, policy retry.Policy) error {
 	srv, err := mixEngine(m.ctx, shape, kinds, seed, atOnce)
@@ -404,8 +404,8 @@ func (m *matrix) bare(cell *EngineCell, shape LatencyShape, kinds []readKind, se
 	naks, gaveUp, billable := newNakCapture(), newSeqSet(), int64(len(kinds)-count(kinds, alwaysBad))
 	tr := traffic{backlog: len(kinds), done: func(st simengine.Stats) bool { return st.Billed >= billable }}
 	p, err := m.e.drive(m.ctx, srv, tr, m.longest(len(kinds), policy.MaxServerWait), fmt.Sprintf("partial-bare-%d", seed),
-		bareRetrier(m.e, bareSpec{url: srv.URL, policy: policy, rnd: retry.NewRand(seed + 2<<20), hold: holdMax, naks: naks, gaveUp: gaveUp,
-			opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}}))
+		bare(m.e, bareSpec{url: srv.URL, workers: httpConcurrency, pull: httpConcurrency, policy: policy, rnd: retry.NewRand(seed + 2<<20),
+			hold: holdMax, naks: naks, gaveUp: gaveUp}))
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func startFleet(ctx context.Context, e *env, durable string, spec fleetSpec) (*f
 	var rs []*running
 	traced := spec.trace.follow(f)
 	for i := range spec.replicas {
-		p := product{cfg: replicaConfig(spec.policy), url: spec.url, log: spec.log, rand: retry.NewRand(spec.seed + uint64(i)), records: true}
+		p := product{cfg: replicaConfig(spec.policy), url: spec.url, log: spec.log, seed: spec.seed + uint64(i), records: true}
 		c, err := p.start(ctx, e, durable, fmt.Sprintf("bench-replica-%d", i))
 		if err != nil {
 			traced()

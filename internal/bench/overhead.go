@@ -3,12 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/meterline/meter-consumer/internal/meter"
 	"github.com/meterline/meter-consumer/internal/retry"
 )
 
@@ -58,8 +54,8 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 			start starter
 			to    *Rate
 		}{
-			{sideBare, baseline(e, sideBare, row.Pull, 0, ack), &row.Bare},
-			{sideFanOutDecode, baseline(e, sideFanOutDecode, row.Pull, fanOutWorkers, decodeAck), &row.FanOutDecode},
+			{sideBare, bare(e, bareSpec{pull: row.Pull}), &row.Bare},
+			{sideFanOutDecode, bare(e, bareSpec{side: sideFanOutDecode, pull: row.Pull, workers: httpConcurrency, decode: true}), &row.FanOutDecode},
 			{"ours", ours(e, product{cfg: pc}), &row.Ours},
 		}
 		runs := make([][]run, len(variants))
@@ -80,70 +76,6 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 			row.Pull, row.Breaker, row.Bare.MsgsPerSec, row.FanOutDecode.MsgsPerSec, row.Ours.MsgsPerSec, row.Ratio)
 	}
 	return out, nil
-}
-
-func ack(m jetstream.Msg) { _ = m.Ack() }
-
-// decodeAck does, before the ack, the work no consumer of meter reads can
-// skip: parse the message's metadata and decode the read. Ours against it is
-// what the pipeline costs beyond that work.
-func decodeAck(m jetstream.Msg) {
-	_, merr := m.Metadata()
-	_, derr := meter.Decode(m.Data())
-	if merr != nil || derr != nil {
-		_ = m.Term() // never on the bench's backlog of valid reads
-		return
-	}
-	_ = m.Ack()
-}
-
-// fanOutWorkers is the pipeline's default Concurrency.
-const fanOutWorkers = 32
-
-// baseline starts one of the overhead's bare loops: Consume on a connection
-// named bench-<side>, pulling pull messages at a time, calling handle in
-// Consume's callback (workers 0) or in workers goroutines (a fan-out: the
-// pipeline's shape without its work); its goroutines carry the side label.
-func baseline(e *env, side string, pull, workers int, handle func(jetstream.Msg)) starter {
-	return func(ctx context.Context, durable string) (r *running, err error) {
-		labelled(ctx, side, func(ctx context.Context) {
-			dispatch, after := handle, func() {}
-			if workers > 0 {
-				dispatch, after = workerPool(workers, handle)
-			}
-			r, err = consume(ctx, e, "bench-"+side, durable, dispatch, after, jetstream.PullMaxMessages(pull))
-		})
-		return r, err
-	}
-}
-
-// workerPool runs n goroutines that each call handle for the messages given
-// to dispatch, the Consume callback; stop ends them and waits.
-func workerPool(n int, handle func(jetstream.Msg)) (dispatch func(jetstream.Msg), stop func()) {
-	work, quit := make(chan jetstream.Msg), make(chan struct{})
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for {
-				select {
-				case m := <-work:
-					handle(m)
-				case <-quit:
-					return
-				}
-			}
-		})
-	}
-	dispatch = func(m jetstream.Msg) {
-		select {
-		case work <- m:
-		case <-quit:
-		}
-	}
-	return dispatch, func() {
-		close(quit)
-		wg.Wait()
-	}
 }
 
 func (o *Overhead) rows() []Row {

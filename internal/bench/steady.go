@@ -50,7 +50,7 @@ func runSteady(ctx context.Context, e *env, cfg Config) (*Steady, error) {
 		to         *SteadyVariant
 	}{{"held", false, &out.Held}, {"server-side", true, &out.ServerSide}} {
 		var err error
-		if *v.to, out.Published, err = steadyVariant(ctx, e, cfg.SteadyFor, cfg.SteadyRate, v.serverSide); err != nil {
+		if *v.to, out.Published, err = steadyVariant(ctx, e, cfg, v.serverSide); err != nil {
 			return nil, fmt.Errorf("steady %s: %w", v.name, err)
 		}
 		cfg.progress("steady %s: peak/mean %.2f, lateness p50 %s p99 %s", v.name, v.to.Spread.PeakOverMean,
@@ -59,17 +59,17 @@ func runSteady(ctx context.Context, e *env, cfg Config) (*Steady, error) {
 	return out, nil
 }
 
-func steadyVariant(ctx context.Context, e *env, d time.Duration, rate int, serverSide bool) (SteadyVariant, int, error) {
+func steadyVariant(ctx context.Context, e *env, cfg Config, serverSide bool) (SteadyVariant, int, error) {
+	d, rate := cfg.SteadyFor, cfg.SteadyRate
 	re, err := failingOnce(ctx, failsOnce)
 	if err != nil {
 		return SteadyVariant{}, 0, err
 	}
 	defer re.Close()
 	naks := newNakCapture()
-	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), url: re.URL, log: naks})
+	start := ours(e, product{cfg: isolatedConfig(0, retry.Policy{}), url: re.URL, log: naks, seed: cfg.Seed})
 	if serverSide {
-		start = bareRetrier(e, bareSpec{url: re.URL, policy: config.Default().Retry.Policy(), rnd: retry.NewRand(uint64(time.Now().UnixNano())),
-			naks: naks, gaveUp: newSeqSet()})
+		start = bare(e, bareSpec{url: re.URL, workers: httpConcurrency, policy: config.Default().Retry.Policy(), rnd: retry.NewRand(cfg.Seed), naks: naks})
 	}
 	var seqs []uint64
 	p, err := e.drive(ctx, re, traffic{pending: steadyMaxAckPending, then: trickle(rate, d, &seqs)}, d+time.Minute, "steady", start)

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/meterline/meter-consumer/internal/retry"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
@@ -56,10 +54,11 @@ func runStorm(ctx context.Context, e *env, cfg Config) (*Storm, error) {
 		start func(url string) starter
 		to    *StormVariant
 	}{
-		{"jitter", func(url string) starter { return ours(e, product{cfg: isolatedConfig(0, policy), url: url}) }, &out.Jitter},
+		{"jitter", func(url string) starter {
+			return ours(e, product{cfg: isolatedConfig(0, policy), url: url, seed: cfg.Seed})
+		}, &out.Jitter},
 		{"fixed", func(url string) starter {
-			return bareRetrier(e, bareSpec{url: url, policy: policy, fixed: stormDelay, naks: newNakCapture(), gaveUp: newSeqSet(),
-				opts: []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(httpConcurrency)}})
+			return bare(e, bareSpec{url: url, workers: httpConcurrency, pull: httpConcurrency, policy: policy, fixed: stormDelay})
 		}, &out.Fixed},
 	} {
 		if *v.to, err = stormVariant(ctx, e, cfg.StormN, last, "storm-"+v.name, v.start); err != nil {

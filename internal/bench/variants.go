@@ -107,7 +107,7 @@ type product struct {
 	// log, when set, receives the consumer's log records (at the levels it
 	// enables) instead of the binary's JSON logger at info, writing nowhere.
 	log  slog.Handler
-	rand retry.Source // nil: seeded from the clock
+	seed uint64 // of its random source
 	// records: the consumer keeps its records in the durable's bucket, as
 	// the binary does; without, it keeps none.
 	records bool
@@ -211,12 +211,8 @@ func (p product) startLabelled(ctx context.Context, e *env, durable, name string
 	if p.log != nil {
 		logger = slog.New(p.log)
 	}
-	rnd := p.rand
-	if rnd == nil {
-		rnd = retry.NewRand(uint64(time.Now().UnixNano()))
-	}
 	reg := prometheus.NewRegistry()
-	pipe, lim, err := service.Pipeline(cfg, service.Parts{Conn: nc, JS: js, Set: set, Sink: sink, Registry: reg, Logger: logger, Rand: rnd})
+	pipe, lim, err := service.Pipeline(cfg, service.Parts{Conn: nc, JS: js, Set: set, Sink: sink, Registry: reg, Logger: logger, Rand: retry.NewRand(p.seed)})
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
