@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 const (
@@ -85,8 +87,6 @@ type ProcessRun struct {
 	AllocBytes  float64       `json:"alloc_bytes_per_read"`
 	GCPer1000   float64       `json:"gc_cycles_per_1000_reads"`
 	HWM         int64         `json:"vm_hwm_bytes"`
-	Engine      KeyTally      `json:"engine"`
-	Exit        string        `json:"exit"` // after SIGTERM
 }
 
 // runProcess runs cfg.ProcessRounds rounds of the process scenario, or says
@@ -119,7 +119,8 @@ func runProcess(ctx context.Context, cfg Config) (out *Process, err error) {
 		return nil, err
 	}
 	defer e.close()
-	eng, err := startKeyEngine(ctx)
+	// The engine answers 200 at once and keeps no ledger.
+	eng, err := serveEngine(ctx, simengine.Options{Keep: func(string) bool { return false }})
 	if err != nil {
 		return nil, err
 	}

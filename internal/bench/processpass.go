@@ -18,13 +18,15 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
 // processPass runs one process of the process scenario over a fresh
 // backlog.
 type processPass struct {
 	e   *env
-	eng *keyEngine
+	eng *simengine.Server
 	cfg Config
 }
 
@@ -60,7 +62,6 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		return r, err
 	}
 	r.Publish = time.Since(t0)
-	tally := p.eng.expect(n)
 
 	var cmd *exec.Cmd
 	var stdout bytes.Buffer
@@ -152,11 +153,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
 		return r, fmt.Errorf("SIGTERM: %w", err)
 	}
-	r.Exit = "exit status 0"
 	if err := c.wait(30 * time.Second); err != nil {
-		r.Exit = err.Error()
+		return r, fmt.Errorf("%s after SIGTERM: %w; stderr: %s", name, err, c.out)
 	}
-	r.Engine = tally.tally()
 	if !product {
 		// The bare counts its allocations itself, from its first ack to its
 		// last.

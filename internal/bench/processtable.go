@@ -2,8 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 )
 
@@ -48,9 +46,7 @@ func (p *Process) rows() []Row {
 	hwm := figure("VmHWM (/proc/<pid>/status) at the end", "%.1f MiB", func(r ProcessRun) float64 { return float64(r.HWM) / (1 << 20) })
 	hwm.Measure += "; the target on the largest"
 	hwm.Target, hwm.Met = fmt.Sprintf("<= %d MiB", processHWM>>20), met(p.HWMMet)
-	return append(rows, figure("start to the first ack", "%.0f ms", func(r ProcessRun) float64 { return float64(r.Startup.Microseconds()) / 1e3 }), hwm,
-		Row{Scenario: name, Measure: "engine, all rounds: calls; keys called twice or more / never; bodies without their key; exit after SIGTERM",
-			Baseline: engineText(b), Ours: engineText(o)})
+	return append(rows, figure("start to the first ack", "%.0f ms", func(r ProcessRun) float64 { return float64(r.Startup.Microseconds()) / 1e3 }), hwm)
 }
 
 // mapped is f of each element of v.
@@ -65,19 +61,4 @@ func mapped[T, U any](v []T, f func(T) U) []U {
 func spanText(runs []ProcessRun, of func(ProcessRun) float64, format string) string {
 	s := spanOf(mapped(runs, of))
 	return fmt.Sprintf(format+" ("+format+"-"+format+")", s.Median, s.Min, s.Max)
-}
-
-func engineText(runs []ProcessRun) string {
-	var t KeyTally
-	exits := map[string]int{}
-	for _, r := range runs {
-		t.Calls += r.Engine.Calls
-		t.Duplicated += r.Engine.Duplicated
-		t.Missed += r.Engine.Missed
-		t.Mismatched += r.Engine.Mismatched
-		exits[r.Exit]++
-	}
-	ex := mapped(slices.Collect(maps.Keys(exits)), func(e string) string { return fmt.Sprintf("%s x%d", e, exits[e]) })
-	slices.Sort(ex)
-	return fmt.Sprintf("%d; %d / %d; %d; %s", t.Calls, t.Duplicated, t.Missed, t.Mismatched, strings.Join(ex, ", "))
 }
