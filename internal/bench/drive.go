@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -63,23 +65,31 @@ func (r FleetRun) deadLettered() (n int) {
 }
 
 // traffic is what a variant drains: a backlog of reads 0..backlog-1
-// published before it starts, then what then publishes once it runs (a
-// paced trickle, or a second phase), returning the stream sequence of its
-// last read (0 for none). The variant is done when every read is settled
-// or, with done, as soon as the engine's Stats satisfy it.
+// published on fresh streams before it starts (or, with published, the
+// reads up to that stream sequence, already there), then what then
+// publishes once it runs (a paced trickle, or a second phase), returning
+// the stream sequence of its last read (0 for none). The variant is done
+// when every read is settled or, with done, as soon as the engine's Stats
+// satisfy it.
 type traffic struct {
-	backlog int
-	pending int // the durable's MaxAckPending (0: the production 10,000)
-	then    func(ctx context.Context, js jetstream.JetStream) (last uint64, err error)
-	done    func(simengine.Stats) bool
+	backlog   int
+	published uint64
+	pending   int           // the durable's MaxAckPending (0: the production 10,000)
+	poll      time.Duration // how often the ack floor is read (0: every 20ms)
+	then      func(ctx context.Context, js jetstream.JetStream) (last uint64, err error)
+	done      func(simengine.Stats) bool
 }
 
-// pass is when a variant started draining, for how long, and whether it
-// was done in time.
+// pass is how a variant drained: when it started, for how long, whether it
+// was done in time, the process CPU it took (getrusage: the in-process NATS
+// server and engine included) and the longest time the ack floor did not
+// move (a stalled pull shows up there).
 type pass struct {
 	started time.Time
 	elapsed time.Duration
 	drained bool
+	cpu     time.Duration
+	stall   time.Duration
 }
 
 // drive publishes tr's backlog on fresh streams (read i at stream sequence
@@ -88,22 +98,26 @@ type pass struct {
 // has passed from the start, then stops the variant. Not done in time is a
 // figure, not an error.
 func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, longest time.Duration, durable string, start starter) (p pass, err error) {
-	if err := e.reset(ctx); err != nil {
-		return p, err
-	}
-	var last uint64
-	labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, tr.backlog) })
-	if err != nil {
-		return p, err
-	}
-	if last != uint64(tr.backlog) {
-		return p, fmt.Errorf("read %d is at stream sequence %d, want %d: the measures take read i for sequence i+1", tr.backlog-1, last, tr.backlog)
+	last := tr.published
+	if last == 0 {
+		if err := e.reset(ctx); err != nil {
+			return p, err
+		}
+		labelled(ctx, sidePublisher, func(ctx context.Context) { last, err = publishBacklog(ctx, e.js, 0, tr.backlog) })
+		if err != nil {
+			return p, err
+		}
+		if last != uint64(tr.backlog) {
+			return p, fmt.Errorf("read %d is at stream sequence %d, want %d: the measures take read i for sequence i+1", tr.backlog-1, last, tr.backlog)
+		}
 	}
 	cons, err := e.durable(ctx, durable, tr.pending)
 	if err != nil {
 		return p, err
 	}
 	defer e.drop(context.WithoutCancel(ctx), durable)
+	runtime.GC() // garbage of an earlier pass is not charged to this one
+	cpu0 := processCPU()
 	p.started = time.Now()
 	r, err := start(ctx, durable)
 	if err != nil {
@@ -120,10 +134,10 @@ func (e *env) drive(ctx context.Context, srv *simengine.Server, tr traffic, long
 	case tr.done != nil:
 		err = srv.Await(wctx, tr.done)
 	default:
-		_, err = e.waitAcked(wctx, cons, last, 20*time.Millisecond, r.ended, nil)
+		p.stall, err = e.waitAcked(wctx, cons, last, cmp.Or(tr.poll, 20*time.Millisecond), r.ended, nil)
 	}
 	cancel()
-	p.elapsed = time.Since(p.started)
+	p.elapsed, p.cpu = time.Since(p.started), processCPU()-cpu0
 	switch {
 	case err == nil:
 		p.drained = true

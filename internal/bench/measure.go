@@ -3,9 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 )
@@ -21,27 +19,19 @@ type Rate struct {
 	Stall time.Duration `json:"longest_stall_ns"`
 }
 
-// run is one measured pass over n reads.
-type run struct {
-	n       int
-	elapsed time.Duration
-	cpu     time.Duration
-	stall   time.Duration // longest time the ack floor did not move
-}
-
-func (r run) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
-
-// best keeps the fastest of several runs, and every run's rate.
-func best(runs []run) Rate {
+// best keeps the fastest of several passes over n reads, and every pass's
+// rate.
+func best(n int, runs []pass) Rate {
 	var out Rate
+	rate := func(p pass) float64 { return float64(n) / p.elapsed.Seconds() }
 	for _, r := range runs {
-		out.Runs = append(out.Runs, r.rate())
+		out.Runs = append(out.Runs, rate(r))
 		out.Stall = max(out.Stall, r.stall)
 	}
 	if len(runs) > 0 {
-		top := slices.MaxFunc(runs, func(a, b run) int { return cmp.Compare(a.rate(), b.rate()) })
-		out.MsgsPerSec = top.rate()
-		out.CPUMicros = float64(top.cpu.Nanoseconds()) / float64(top.n) / 1e3
+		top := slices.MaxFunc(runs, func(a, b pass) int { return cmp.Compare(rate(a), rate(b)) })
+		out.MsgsPerSec = rate(top)
+		out.CPUMicros = float64(top.cpu.Nanoseconds()) / float64(n) / 1e3
 	}
 	return out
 }
@@ -51,35 +41,17 @@ func drainTimeout(n int) time.Duration {
 	return time.Minute + time.Duration(n)*200*time.Microsecond
 }
 
-// drain measures start's variant over the backlog up to last (n reads) on a
-// fresh durable, from start until the durable's ack floor reaches last.
-func (e *env) drain(ctx context.Context, durable string, maxAckPending, n int, last uint64, start starter) (run, error) {
-	cons, err := e.durable(ctx, durable, maxAckPending)
-	if err != nil {
-		return run{}, err
-	}
-	defer e.drop(context.WithoutCancel(ctx), durable)
-	ctx, cancel := context.WithTimeout(ctx, drainTimeout(n))
-	defer cancel()
-	// A collection first, so that garbage from an earlier run is not charged
-	// to this one.
-	runtime.GC()
-	res := run{n: n}
-	cpu0, t0 := processCPU(), time.Now()
-	r, err := start(ctx, durable)
-	if err == nil {
-		res.stall, err = e.waitAcked(ctx, cons, last, 5*time.Millisecond, r.ended, nil)
-	}
-	res.elapsed, res.cpu = time.Since(t0), processCPU()-cpu0
-	if r != nil {
-		if serr := r.stop(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("stop: %w", serr))
-		}
+// drainAll is drive over the n reads already published up to last, which
+// must all be acked within drainTimeout.
+func (e *env) drainAll(ctx context.Context, durable string, maxAckPending, n int, last uint64, start starter) (pass, error) {
+	p, err := e.drive(ctx, nil, traffic{published: last, pending: maxAckPending, poll: 5 * time.Millisecond}, drainTimeout(n), durable, start)
+	if err == nil && !p.drained {
+		err = fmt.Errorf("not every read acked in %s", drainTimeout(n))
 	}
 	if err != nil {
-		return run{}, fmt.Errorf("%s: %w", durable, err)
+		return p, fmt.Errorf("%s: %w", durable, err)
 	}
-	return res, nil
+	return p, nil
 }
 
 // Spread is how a set of redeliveries came back: the most in any window

@@ -58,10 +58,10 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 			{sideFanOutDecode, bare(e, bareSpec{side: sideFanOutDecode, pull: row.Pull, workers: httpConcurrency, decode: true}), &row.FanOutDecode},
 			{"ours", ours(e, product{cfg: pc}), &row.Ours},
 		}
-		runs := make([][]run, len(variants))
+		runs := make([][]pass, len(variants))
 		for round := range 2 {
 			for j, v := range variants {
-				r, err := e.drain(ctx, fmt.Sprintf("%s-%d-%d", v.name, i, round), 0, cfg.N, last, v.start)
+				r, err := e.drainAll(ctx, fmt.Sprintf("%s-%d-%d", v.name, i, round), 0, cfg.N, last, v.start)
 				if err != nil {
 					return nil, err
 				}
@@ -69,7 +69,7 @@ func runOverhead(ctx context.Context, e *env, cfg Config) (*Overhead, error) {
 			}
 		}
 		for j, v := range variants {
-			*v.to = best(runs[j])
+			*v.to = best(cfg.N, runs[j])
 		}
 		row.Ratio = row.Ours.MsgsPerSec / row.Bare.MsgsPerSec
 		cfg.progress("overhead pull %d breaker %t: bare %.0f/s, fan-out decoding %.0f/s, ours %.0f/s, ratio %.2f",

@@ -76,7 +76,7 @@ func stormVariant(ctx context.Context, e *env, n int, last uint64, durable strin
 		return StormVariant{}, err
 	}
 	defer re.Close()
-	r, err := e.drain(ctx, durable, stormMaxAckPending, n, last, start(re.URL))
+	r, err := e.drainAll(ctx, durable, stormMaxAckPending, n, last, start(re.URL))
 	if err != nil {
 		return StormVariant{}, err
 	}
