@@ -25,54 +25,54 @@ func Scenarios() []string {
 
 // Config says what to run and how big.
 type Config struct {
-	Scenarios []string // empty: all
+	Scenarios []string `json:"scenarios"` // empty: all
 
-	N          int           // reads of one pass of the overhead
-	Pulls      []int         // the overhead's PullBatch sizes; the first also with the breaker on
-	StormN     int           // reads that fail at once in the storm
-	SteadyFor  time.Duration // how long the steady publishes
-	SteadyRate int           // and how many reads a second
-	Replicas   []int         // fleet sizes of the engine matrix's capacity cells
+	N          int           `json:"n"`             // reads of one pass of the overhead
+	Pulls      []int         `json:"pulls"`         // the overhead's PullBatch sizes; the first also with the breaker on
+	StormN     int           `json:"storm_n"`       // reads that fail at once in the storm
+	SteadyFor  time.Duration `json:"steady_for_ns"` // how long the steady publishes
+	SteadyRate int           `json:"steady_rate"`   // and how many reads a second
+	Replicas   []int         `json:"replicas"`      // fleet sizes of the engine matrix's capacity cells
 	// Seed seeds every random source the bench can seed: the rate engines'
 	// shedding and service times, and each replica's limiter and jitter.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 
-	EnginesN         int             // backlog of each backlog cell of the engine matrix (the switch cell drains two)
-	EnginesCapacityN int             // backlog of each capacity cell
-	EnginesRate      int             // reads a second of the trickle cells
-	EnginesPolicies  []EnginesPolicy // retry policies, a whole matrix each
-	EnginesFleets    []int           // fleet sizes of the rows at "1, 4" replicas
+	EnginesN         int             `json:"engines_n"`          // backlog of each backlog cell of the engine matrix (the switch cell drains two)
+	EnginesCapacityN int             `json:"engines_capacity_n"` // backlog of each capacity cell
+	EnginesRate      int             `json:"engines_rate"`       // reads a second of the trickle cells
+	EnginesPolicies  []EnginesPolicy `json:"engines_policies"`   // retry policies, a whole matrix each
+	EnginesFleets    []int           `json:"engines_fleets"`     // fleet sizes of the rows at "1, 4" replicas
 	// EnginesCells, when not empty, runs only the cells whose name holds one
 	// of them (say "capacity, 16" or "down"): to rerun a row.
-	EnginesCells        []string
-	EnginesDown         time.Duration // how long the down cell's engine is down
-	EnginesJoinFor      time.Duration // how long the join cell's replica runs
-	EnginesThrottleWait time.Duration // the throttled cells' max_server_wait (their Retry-After of 60s is clamped to it)
-	EnginesSwitchAfter  time.Duration // the longest first phase of the switch cell
+	EnginesCells        []string      `json:"engines_cells"`
+	EnginesDown         time.Duration `json:"engines_down_ns"`          // how long the down cell's engine is down
+	EnginesJoinFor      time.Duration `json:"engines_join_for_ns"`      // how long the join cell's replica runs
+	EnginesThrottleWait time.Duration `json:"engines_throttle_wait_ns"` // the throttled cells' max_server_wait (their Retry-After of 60s is clamped to it)
+	EnginesSwitchAfter  time.Duration `json:"engines_switch_after_ns"`  // the longest first phase of the switch cell
 	// EnginesSlack is how long past its allowance (its reads at 500 a second,
 	// the policy's longest chain of delays, its own waits) a cell may take
 	// before it is stopped.
-	EnginesSlack time.Duration
-	EnginesTrace io.Writer // gets the timeline of every fleet (see tracer)
+	EnginesSlack time.Duration `json:"engines_slack_ns"`
+	EnginesTrace io.Writer     `json:"-"` // gets the timeline of every fleet (see tracer)
 
-	ProcessN      int // backlog each process of the process scenario drains
-	ProcessRounds int // times the bare consumer and the product each drain it, alternately
+	ProcessN      int `json:"process_n"`      // backlog each process of the process scenario drains
+	ProcessRounds int `json:"process_rounds"` // times the bare consumer and the product each drain it, alternately
 	// ProcessProfile, when set, is a file prefix: the product runs with
 	// --pprof-addr, and a CPU profile of each of its windows (from the first
 	// ack, for ProcessProfileFor) is written to <prefix>-<round>.pprof.
-	ProcessProfile    string
-	ProcessProfileFor time.Duration
+	ProcessProfile    string        `json:"-"`
+	ProcessProfileFor time.Duration `json:"-"`
 	// Binary is the consumer binary and NATSServer the nats-server binary
 	// the process scenario runs (BuildConsumer, BuildNATSServer); Bare is the
 	// command of the bare consumer (BareConsumer), its flags following, with
 	// BareEnv added to its environment. Any of the three empty skips the
 	// scenario.
-	Binary     string
-	NATSServer string
-	Bare       []string
-	BareEnv    []string
+	Binary     string   `json:"-"`
+	NATSServer string   `json:"-"`
+	Bare       []string `json:"-"`
+	BareEnv    []string `json:"-"`
 
-	Progress io.Writer // gets one line per step; nil discards them
+	Progress io.Writer `json:"-"` // gets one line per step; nil discards them
 }
 
 // Defaults is the full run; how long it took is on the first line of the

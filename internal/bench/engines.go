@@ -63,14 +63,9 @@ func EnginesPolicyNamed(name string) (EnginesPolicy, error) {
 // Engines is the engine matrix of issue 39: every engine shape the product
 // should hold against, each cell drained by fleets of the production
 // pipeline (startFleet) and judged against its targets, once per policy.
+// Its sizes are the report's configuration.
 type Engines struct {
-	N            int           `json:"n"`
-	CapacityN    int           `json:"capacity_n"`
-	Rate         int           `json:"trickle_per_sec"`
-	Down         time.Duration `json:"down_ns"`
-	JoinFor      time.Duration `json:"join_for_ns"`
-	ThrottleWait time.Duration `json:"throttle_max_server_wait_ns"`
-	Runs         []EnginesRun  `json:"runs"`
+	Runs []EnginesRun `json:"runs"`
 }
 
 // EnginesRun is the matrix with one retry policy.
@@ -183,8 +178,7 @@ var (
 
 // runEngines runs the matrix once per policy of cfg.
 func runEngines(ctx context.Context, e *env, cfg Config) (*Engines, error) {
-	out := &Engines{N: cfg.EnginesN, CapacityN: cfg.EnginesCapacityN, Rate: cfg.EnginesRate, Down: cfg.EnginesDown,
-		JoinFor: cfg.EnginesJoinFor, ThrottleWait: cfg.EnginesThrottleWait}
+	out := &Engines{}
 	for _, p := range cfg.EnginesPolicies {
 		t0 := time.Now()
 		// Seeds are the policy's and the cell's place in the whole matrix,

@@ -20,7 +20,7 @@ type Report struct {
 	Took      time.Duration `json:"took_ns"`
 	GoVersion string        `json:"go_version"`
 	CPUs      int           `json:"cpus"`
-	Config    RunConfig     `json:"config"`
+	Config    Config        `json:"config"` // what ran, without its writers and binaries
 
 	Overhead *Overhead `json:"overhead,omitempty"`
 	Storm    *Storm    `json:"storm,omitempty"`
@@ -29,29 +29,12 @@ type Report struct {
 	Process  *Process  `json:"process,omitempty"`
 }
 
-// RunConfig is the part of Config a report records.
-type RunConfig struct {
-	Scenarios     []string      `json:"scenarios"`
-	N             int           `json:"n"`
-	Pulls         []int         `json:"pulls"`
-	StormN        int           `json:"storm_n"`
-	SteadyFor     time.Duration `json:"steady_for_ns"`
-	SteadyRate    int           `json:"steady_rate"`
-	Replicas      []int         `json:"replicas"`
-	Seed          uint64        `json:"seed"`
-	ProcessN      int           `json:"process_n"`
-	ProcessRounds int           `json:"process_rounds"`
-}
-
 // Run runs the scenarios cfg selects, in order, stopping at the first error.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: RunConfig{
-		Scenarios: cfg.Scenarios, N: cfg.N, Pulls: cfg.Pulls, StormN: cfg.StormN, SteadyFor: cfg.SteadyFor, SteadyRate: cfg.SteadyRate,
-		Replicas: cfg.Replicas, Seed: cfg.Seed, ProcessN: cfg.ProcessN, ProcessRounds: cfg.ProcessRounds,
-	}}
+	rep = &Report{Started: time.Now(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Config: cfg}
 	if len(rep.Config.Scenarios) == 0 {
 		rep.Config.Scenarios = Scenarios()
 	}
