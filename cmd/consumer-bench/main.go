@@ -60,7 +60,7 @@ const bareMode = "bare-consumer"
 // the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == bareMode {
-		if err := bench.BareConsumer(ctx, args[1:], stdout); err != nil {
+		if err := bench.BareConsumer(ctx, args[1:]); err != nil {
 			fmt.Fprintf(stderr, "consumer-bench: %v\n", err)
 			return exitFailure
 		}

@@ -71,7 +71,6 @@ type bareSpec struct {
 	hold   time.Duration
 	naks   *nakCapture // gets the delays asked, when set
 	gaveUp *seqSet     // gets the reads terminated, when set
-	acked  func()      // called after each ack, when set
 }
 
 // holdMax is the longest delay the matrix's bare client holds a read for
@@ -134,7 +133,7 @@ func (b *bareClient) work(ctx context.Context) {
 func (b *bareClient) settle(ctx context.Context, h held) {
 	m := h.m
 	if b.sink == nil && !b.decode {
-		b.ack(m)
+		_ = m.Ack()
 		return
 	}
 	md, merr := m.Metadata()
@@ -150,7 +149,7 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 	attempt := cmp.Or(h.attempt, md.NumDelivered)
 	switch {
 	case err == nil:
-		b.ack(m)
+		_ = m.Ack()
 		return
 	case b.policy.MaxAttempts == 0:
 		_ = m.Nak()
@@ -179,13 +178,6 @@ func (b *bareClient) settle(ctx context.Context, h held) {
 		case <-b.quit:
 		}
 	})
-}
-
-func (b *bareClient) ack(m jetstream.Msg) {
-	_ = m.Ack()
-	if b.acked != nil {
-		b.acked()
-	}
 }
 
 // seqSet is a set of stream sequences, safe for concurrent use; a nil set

@@ -25,7 +25,7 @@ const bareEnv = "BENCH_TEST_BARE_CONSUMER=1"
 func TestMain(m *testing.M) {
 	if slices.Contains(os.Environ(), bareEnv) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := bench.BareConsumer(ctx, os.Args[1:], os.Stdout)
+		err := bench.BareConsumer(ctx, os.Args[1:])
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -72,8 +72,8 @@ func spanOf(v []float64) Span {
 // first poll that saw the durable's ack floor move to the poll that saw it
 // at the last read (From says "start" when the first poll already saw the
 // end: then it is from the process's start); every per-read figure is over
-// the reads acked in it, but the bare's allocations and GC cycles, which it
-// counts itself from its first ack to its last.
+// the reads acked in it, each process's allocations and GC cycles read from
+// its /metrics.
 type ProcessRun struct {
 	Publish     time.Duration `json:"publish_ns"` // the backlog, before the process starts
 	Startup     time.Duration `json:"startup_ns"` // the process's start to the window's

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -49,6 +48,6 @@ func TestCPUOf(t *testing.T) {
 }
 
 func TestBareConsumerNeedsItsFlags(t *testing.T) {
-	err := BareConsumer(t.Context(), []string{"--nats-url", "nats://127.0.0.1:1"}, io.Discard)
+	err := BareConsumer(t.Context(), []string{"--nats-url", "nats://127.0.0.1:1"})
 	assert.ErrorContains(t, err, "are required")
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,12 +63,12 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	r.Publish = time.Since(t0)
 
 	var cmd *exec.Cmd
-	var stdout bytes.Buffer
-	var metricsAddr, pprofAddr string
+	var pprofAddr string
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return r, err
+	}
 	if product {
-		if metricsAddr, err = freeAddr(); err != nil {
-			return r, err
-		}
 		args := []string{"--nats-url", e.url, "--downstream-url", p.eng.URL, "--durable", durable,
 			"--concurrency", strconv.Itoa(processWorkers), "--http-addr", metricsAddr, "--log-format", "json"}
 		if p.cfg.ProcessProfile != "" {
@@ -81,11 +80,9 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		cmd = exec.Command(p.cfg.Binary, args...)
 	} else {
 		args := append(slices.Clone(p.cfg.Bare[1:]), "--nats-url", e.url, "--stream", e.topo.Stream, "--durable", durable,
-			"--url", p.eng.URL, "--workers", strconv.Itoa(processWorkers), "--pull", strconv.Itoa(processBarePull),
-			"--n", strconv.Itoa(n), "--linger")
+			"--url", p.eng.URL, "--workers", strconv.Itoa(processWorkers), "--pull", strconv.Itoa(processBarePull), "--http-addr", metricsAddr)
 		cmd = exec.Command(p.cfg.Bare[0], args...)
 		cmd.Env = append(os.Environ(), p.cfg.BareEnv...)
-		cmd.Stdout = &stdout // its BareStats line
 	}
 
 	begin := window{at: time.Now()}
@@ -95,7 +92,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	}
 	defer c.kill()
 	sample := func(w *window) (err error) {
-		if w.cpu, err = cpuOf(c.Process.Pid); err != nil || !product {
+		if w.cpu, err = cpuOf(c.Process.Pid); err != nil {
 			return err
 		}
 		w.mem, err = scrapeMemCounters(ctx, metricsAddr)
@@ -142,7 +139,8 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	r.ReadsPerSec = reads / r.Window.Seconds()
 	r.StartToEnd = float64(n) / end.at.Sub(begin.at).Seconds()
 	r.CPUMicros = float64((end.cpu - first.cpu).Microseconds()) / reads
-	mem, over := memCounters{end.mem.mallocs - first.mem.mallocs, end.mem.bytes - first.mem.bytes, end.mem.gcs - first.mem.gcs}, reads
+	mem := memCounters{end.mem.mallocs - first.mem.mallocs, end.mem.bytes - first.mem.bytes, end.mem.gcs - first.mem.gcs}
+	r.Mallocs, r.AllocBytes, r.GCPer1000 = mem.mallocs/reads, mem.bytes/reads, 1000*mem.gcs/reads
 	if r.HWM, err = vmHWM(c.Process.Pid); err != nil {
 		return r, err
 	}
@@ -155,18 +153,6 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 	}
 	if err := c.wait(30 * time.Second); err != nil {
 		return r, fmt.Errorf("%s after SIGTERM: %w; stderr: %s", name, err, c.out)
-	}
-	if !product {
-		// The bare counts its allocations itself, from its first ack to its
-		// last.
-		var st BareStats
-		if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &st); err != nil {
-			return r, fmt.Errorf("bare consumer's stats line %q: %w; stderr: %s", stdout.String(), err, c.out)
-		}
-		mem, over = memCounters{float64(st.Mallocs), float64(st.Bytes), float64(st.NumGC)}, float64(st.Window)
-	}
-	if over > 0 {
-		r.Mallocs, r.AllocBytes, r.GCPer1000 = mem.mallocs/over, mem.bytes/over, 1000*mem.gcs/over
 	}
 	return r, nil
 }
@@ -183,7 +169,7 @@ func (p processPass) profile(ctx context.Context, addr string, round int) error 
 
 // scrapeMemCounters reads go_memstats_mallocs_total,
 // go_memstats_alloc_bytes_total and go_gc_duration_seconds_count from the
-// product's /metrics at addr.
+// /metrics at addr.
 func scrapeMemCounters(ctx context.Context, addr string) (m memCounters, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -33,9 +33,9 @@ func (p *Process) rows() []Row {
 		of              func(ProcessRun) float64
 	}{
 		{"process CPU/read (utime+stime, /proc/<pid>/stat)", "%.2f µs", func(r ProcessRun) float64 { return r.CPUMicros }},
-		{"allocations/read (bare: MemStats.Mallocs; ours: go_memstats_mallocs_total)", "%.1f", func(r ProcessRun) float64 { return r.Mallocs }},
-		{"bytes allocated/read (bare: MemStats.TotalAlloc; ours: go_memstats_alloc_bytes_total)", "%.0f B", func(r ProcessRun) float64 { return r.AllocBytes }},
-		{"GC cycles per 1000 reads (bare: MemStats.NumGC; ours: go_gc_duration_seconds_count)", "%.2f", func(r ProcessRun) float64 { return r.GCPer1000 }},
+		{"allocations/read (go_memstats_mallocs_total)", "%.1f", func(r ProcessRun) float64 { return r.Mallocs }},
+		{"bytes allocated/read (go_memstats_alloc_bytes_total)", "%.0f B", func(r ProcessRun) float64 { return r.AllocBytes }},
+		{"GC cycles per 1000 reads (go_gc_duration_seconds_count)", "%.2f", func(r ProcessRun) float64 { return r.GCPer1000 }},
 	} {
 		row := figure(f.measure, f.format, f.of)
 		if mb := spanOf(mapped(b, f.of)).Median; mb > 0 {
