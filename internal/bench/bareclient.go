@@ -57,7 +57,7 @@ type bareSpec struct {
 	side    string // its pprof side, and connection name bench-<side> (default sideBare)
 	url     string // where it posts; "" posts nothing
 	decode  bool   // without a url: decode each read before its ack
-	workers int    // goroutines settling reads; 0: Consume's callback settles them
+	workers int    // goroutines settling reads; 0: Consume's callback settles them (without a url: a retry needs workers)
 	pull    int    // PullMaxMessages; 0: nats.go's default
 	// policy gives its attempts, and its full-jitter delays raised to a
 	// Retry-After (DelayWithFloor); zero: a failed read is NAKed at once.
