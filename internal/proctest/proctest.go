@@ -2,6 +2,8 @@ package proctest
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,22 +19,33 @@ import (
 // Build builds the consumer binary into dir and returns its path; race
 // builds it with the race detector.
 func Build(dir string, race bool) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	bin := filepath.Join(dir, "consumer")
-	args := []string{"build", "-o", bin}
+	var flags []string
 	if race {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	cmd := exec.Command("go", append(args, "./cmd/consumer")...)
-	cmd.Dir = root
+	bin := filepath.Join(dir, "consumer")
+	return bin, GoBuild(context.Background(), bin, "./cmd/consumer", nil, flags...)
+}
+
+// GoBuild builds pkg, from the directory of the go.mod the working
+// directory is in, into bin with the go command's flags, env added to its
+// environment: the tests' binaries and the bench's alike.
+func GoBuild(ctx context.Context, bin, pkg string, env []string, flags ...string) error {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return errors.New("not inside the meter-consumer module: run from its checkout")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
+	cmd.Dir = filepath.Dir(mod)
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build consumer: %w\n%s", err, out)
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
-	return bin, nil
+	return nil
 }
 
 // Main builds the binary into a temporary directory, stores its path in
