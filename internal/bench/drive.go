@@ -46,8 +46,9 @@ type FleetRun struct {
 	RetriesSpent  int            `json:"retries_spent"`
 	RetriesDenied int            `json:"retries_denied"`
 	// Diagnostics are the counters, not zero, that explain a read called
-	// more or fewer times than its attempts: failed calls not charged
-	// (uncharged_<why>), records not read or written (record_errors_<op>),
+	// more or fewer times than its attempts, or a goodput: failed calls not
+	// charged (uncharged_<why>), records not read or written
+	// (record_errors_<op>), the engine view's dips and trials by verdict,
 	// deliveries dropped for a lost lease, hand-backs and failed settlements.
 	Diagnostics map[string]int `json:"diagnostics,omitempty"`
 	LimitMedian int            `json:"limit_sum_median"` // of the summed limit, sampled every 100ms

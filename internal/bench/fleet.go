@@ -132,6 +132,10 @@ func (f *fleet) diagnostics() map[string]int {
 	for _, op := range []string{"get", "put"} {
 		add("record_errors_"+op, "record_errors_total", "op", op)
 	}
+	add("dips", "engine_dips_total")
+	for _, v := range []string{"load", "own"} {
+		add("trials_"+v, "engine_trials_total", "verdict", v)
+	}
 	add("leases_lost", "leases_lost_total")
 	add("hand_backs", "hand_backs_total")
 	add("settle_errors", "settle_errors_total")
