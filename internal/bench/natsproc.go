@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/proctest"
 )
 
@@ -33,7 +34,7 @@ func startNATSProc(ctx context.Context, bin string) (*natsProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s --version: %w", bin, err)
 	}
-	addr, err := freeAddr()
+	addr, err := natstest.Free()
 	if err != nil {
 		return nil, err
 	}
@@ -79,17 +80,6 @@ func (p *natsProc) close() error {
 		err = nil // stopped by the signal it was sent
 	}
 	return errors.Join(err, os.RemoveAll(p.dir))
-}
-
-// freeAddr is a loopback host:port nothing listens on now; another process
-// may take it before it is used.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // BuildConsumer builds the consumer binary (cmd/consumer of the module the

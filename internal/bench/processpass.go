@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/meterline/meter-consumer/internal/natstest"
 	"github.com/meterline/meter-consumer/internal/simengine"
 )
 
@@ -64,7 +65,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 
 	var cmd *exec.Cmd
 	var pprofAddr string
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := natstest.Free()
 	if err != nil {
 		return r, err
 	}
@@ -72,7 +73,7 @@ func (p processPass) run(ctx context.Context, product bool, round int) (ProcessR
 		args := []string{"--nats-url", e.url, "--downstream-url", p.eng.URL, "--durable", durable,
 			"--concurrency", strconv.Itoa(processWorkers), "--http-addr", metricsAddr, "--log-format", "json"}
 		if p.cfg.ProcessProfile != "" {
-			if pprofAddr, err = freeAddr(); err != nil {
+			if pprofAddr, err = natstest.Free(); err != nil {
 				return r, err
 			}
 			args = append(args, "--pprof-addr", pprofAddr)

@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -12,19 +13,31 @@ import (
 // start at once should listen on port 0 instead (Run, RunRestartable).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := Free()
 	if err != nil {
-		t.Fatalf("natstest: free port: %v", err)
+		t.Fatalf("natstest: %v", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatalf("natstest: free port: %v", err)
-	}
-	return port
+	_, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return p
 }
 
 // FreeAddr is FreePort as a host:port on 127.0.0.1.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+}
+
+// Free is FreeAddr for a caller that is not a test (the bench): the
+// address, or why there is none.
+func Free() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	return addr, nil
 }
