@@ -13,11 +13,7 @@ import (
 // start at once should listen on port 0 instead (Run, RunRestartable).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	addr, err := Free()
-	if err != nil {
-		t.Fatalf("natstest: %v", err)
-	}
-	_, port, _ := net.SplitHostPort(addr)
+	_, port, _ := net.SplitHostPort(FreeAddr(t))
 	p, _ := strconv.Atoi(port)
 	return p
 }
@@ -25,7 +21,11 @@ func FreePort(t testing.TB) int {
 // FreeAddr is FreePort as a host:port on 127.0.0.1.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	addr, err := Free()
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	return addr
 }
 
 // Free is FreeAddr for a caller that is not a test (the bench): the
