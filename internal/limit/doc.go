@@ -24,8 +24,13 @@
 // round trip from the call's start, as the call would have had it served, so
 // that a slot over the engine's capacity sends one call a round trip, not
 // one a millisecond, each shed at once. A read's own failure, or a shed the
-// view has not found to be load, is Ignored: it says nothing of the engine's
-// load. The limit stays within [Min, Max], and grows only while in use.
+// view has not found to be load, is Ignored or Refused: it says nothing of
+// the engine's load. Only until the engine has answered one of the
+// replica's calls does a refusal keep its slot, 1ms and doubling with each
+// refusal in a row up to 10ms: with nothing answered, calling again at once
+// gets nothing more, and a replica started against an engine down called it
+// thousands of times a second. The limit stays within [Min, Max], and grows
+// only while in use.
 //
 // Why AIMD: independent flows that each increase additively and decrease
 // multiplicatively converge to a fair share of a shared bottleneck (Chiu and

@@ -469,6 +469,41 @@ func TestAPacedShedKeepsItsSlotForARoundTrip(t *testing.T) {
 	})
 }
 
+// Until the engine has answered one call in its own time, a refused call
+// keeps its slot a while, 1ms after the first refusal, doubling with each
+// refusal in a row up to 10ms: an engine that refuses everything from the
+// start is not called again the moment it refuses. Once one call is
+// answered, a refusal frees its slot at once again.
+func TestRefusalsBeforeTheFirstAnswerKeepTheirSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(limit.Options{Max: 1}) // one slot
+		require.NoError(t, err)
+		kept := func(s limit.Signal) time.Duration {
+			tk, err := l.Acquire(t.Context(), false)
+			require.NoError(t, err)
+			l.Release(tk, s)
+			start := time.Now()
+			tk, err = l.Acquire(t.Context(), false)
+			require.NoError(t, err)
+			d := time.Since(start)
+			l.Release(tk, limit.Ignored) // says nothing: frees the slot at once
+			return d
+		}
+		var got []time.Duration
+		for _, s := range []limit.Signal{limit.Refused, limit.Overloaded, limit.Refused, limit.Refused, limit.Refused, limit.Refused} {
+			got = append(got, kept(s))
+		}
+		ms := time.Millisecond
+		assert.Equal(t, []time.Duration{ms, 2 * ms, 4 * ms, 8 * ms, 10 * ms, 10 * ms}, got)
+
+		tk, err := l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		l.Release(tk, limit.Answered)
+		assert.Zero(t, kept(limit.Refused), "answered once, a refusal frees its slot at once")
+		assert.Zero(t, kept(limit.Overloaded))
+	})
+}
+
 // BenchmarkAcquireRelease is one call's way through a limit that has a slot
 // free, on the real clock: what every read delivered pays.
 func BenchmarkAcquireRelease(b *testing.B) {

@@ -188,6 +188,8 @@ func limitSignal(ce *classify.Error, fb engine.Feedback, cut bool) limit.Signal 
 		return limit.Paced
 	case fb.Decrease:
 		return limit.Overloaded
+	default:
+		return limit.Refused
 	}
 	return limit.Ignored
 }

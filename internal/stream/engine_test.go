@@ -248,6 +248,38 @@ func TestAnEngineDownBeforeTheBreakerOpensDeadLettersNothing(t *testing.T) {
 	t.Logf("%d calls for %d reads", e.re.total(), reads)
 }
 
+// An engine that refuses every call from the replica's start is not
+// called again the moment it refuses: until it answers once, each refused
+// slot is kept 1ms, doubling up to 10ms (package limit), so before the
+// breaker opens the replica calls it no more than a hundred times a second,
+// where it called it each time a read could be fetched (2,339 times in the
+// second before the breaker opened).
+// The reads are billed once it is back.
+func TestAnEngineDownFromTheStartIsNotCalledAtOnceAgain(t *testing.T) {
+	t.Parallel()
+	e, down := newOutageEnv(t, true)
+	o := e.options(53)
+	adaptive(t, &o)
+	o.Breaker = &breaker.Options{Window: 30 * time.Second, MinCalls: 20, FailureRatio: 0.5, CoolDown: 500 * time.Millisecond, MaxCoolDown: time.Minute, Probes: 1}
+	started := time.Now()
+	e.start(o)
+	const reads = 200
+	for i := range reads {
+		e.publish("meter.reads.north", read(fmt.Sprintf("MTR-%d", i), i), nil)
+	}
+	require.Eventually(t, func() bool {
+		return e.metric("meter_consumer_breaker_transitions_total", "to", "open") > 0
+	}, 10*time.Second, time.Millisecond, "the breaker opens on the silent engine")
+	calls, elapsed := e.re.total(), time.Since(started)
+	// One slot (nothing answered grows the limit), kept 1+2+4+8ms and then
+	// 10ms after each refusal: timers fire late, never early.
+	assert.LessOrEqual(t, calls, int(elapsed/(10*time.Millisecond))+5, "%d calls in %s", calls, elapsed)
+	down.Store(false)
+	e.settled(30 * time.Second)
+	assert.Empty(t, e.deadLetters())
+	t.Logf("%d calls in the %s before the breaker opened", calls, elapsed)
+}
+
 func TestOutageHoldsReadsInsteadOfDeadLettering(t *testing.T) {
 	t.Parallel()
 	e, down := newOutageEnv(t, true)
