@@ -179,11 +179,11 @@ func TestEngineCellTargets(t *testing.T) {
 			[]string{"yes", "yes", ""}},
 		{"join: starved, the breaker opened", EngineCell{Kind: cellJoin, Product: FleetRun{BreakerOpened: 1}, Capacity: 100, ReplicaPerSec: 9},
 			[]string{"no", "no", ""}},
-		{"down: billed 4s after the return", EngineCell{Kind: cellDown, Product: drained, DownCalls: 40, AllBilled: true, Recovery: 4 * time.Second},
-			[]string{"yes", "", "yes", ""}},
-		{"down: a read dead-lettered, 6s", EngineCell{Kind: cellDown, Product: FleetRun{Drained: true, DeadLetters: map[string]int{"exhausted": 1}},
-			AllBilled: true, Recovery: 6 * time.Second},
-			[]string{"no", "", "no", ""}},
+		{"down: billed 4s after the return", EngineCell{Kind: cellDown, Reads: 3000, Product: drained, DownCalls: 40, AllBilled: true, Recovery: 4 * time.Second},
+			[]string{"yes", "yes", "yes", ""}},
+		{"down: a read dead-lettered, 6s, a call a read", EngineCell{Kind: cellDown, Reads: 3000, Product: FleetRun{Drained: true, DeadLetters: map[string]int{"exhausted": 1}},
+			DownCalls: 3000, AllBilled: true, Recovery: 6 * time.Second},
+			[]string{"no", "no", "no", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

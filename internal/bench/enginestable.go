@@ -118,7 +118,9 @@ func (c EngineCell) targets(attempts int) []Row {
 		if c.AllBilled {
 			recovered = ms(c.Recovery)
 		}
-		return []Row{dead, {Measure: "calls while down", Ours: fmt.Sprint(c.DownCalls)},
+		// Few calls: fewer while the engine was down than the reads there
+		// were to call, a call a read at most (the "few", read).
+		return []Row{dead, judged("calls while down", fmt.Sprint(c.DownCalls), fmt.Sprintf("< %d (the reads)", c.Reads), c.DownCalls < int64(c.Reads)),
 			judged("every read billed: the last bill after the engine's return", recovered, "<= "+secs(matrixRecovery), c.AllBilled && c.Recovery <= matrixRecovery)}
 	}
 	return nil
