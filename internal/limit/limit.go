@@ -38,6 +38,9 @@ const (
 	// load, unless the engine has answered none of the replica's calls
 	// yet; then the slot is kept a while (see Limiter.Release).
 	Refused
+	// Held: answered in its own time while the engine's latency rises:
+	// the limit neither grows nor falls on it, but the engine answered.
+	Held
 )
 
 // Options configures a Limiter. Max is required.
@@ -387,7 +390,7 @@ func (l *Limiter) Release(t Token, s Signal) {
 	}
 	keep := time.Duration(0)
 	switch {
-	case s == Answered || s == Queued:
+	case s == Answered || s == Queued || s == Held:
 		l.served = true
 	case s == Paced:
 		keep = l.srtt - rtt

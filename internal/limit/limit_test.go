@@ -501,6 +501,14 @@ func TestRefusalsBeforeTheFirstAnswerKeepTheirSlot(t *testing.T) {
 		l.Release(tk, limit.Answered)
 		assert.Zero(t, kept(limit.Refused), "answered once, a refusal frees its slot at once")
 		assert.Zero(t, kept(limit.Overloaded))
+
+		// Answered while the latency rises (Held) is answered too.
+		l, err = limit.New(limit.Options{Max: 1})
+		require.NoError(t, err)
+		tk, err = l.Acquire(t.Context(), false)
+		require.NoError(t, err)
+		l.Release(tk, limit.Held)
+		assert.Zero(t, kept(limit.Refused))
 	})
 }
 

@@ -181,7 +181,9 @@ func limitSignal(ce *classify.Error, fb engine.Feedback, cut bool) limit.Signal 
 		switch {
 		case fb.Queued:
 			return limit.Queued
-		case !fb.Hold:
+		case fb.Hold:
+			return limit.Held
+		default:
 			return limit.Answered
 		}
 	case fb.Pace:
