@@ -120,7 +120,7 @@ type Limiter struct {
 	// Growth, after a queue).
 	wMax float64
 	// served: the engine has answered a call in its own time (Answered,
-	// Queued); until then, refusals is how many calls in a row it refused.
+	// Queued, Held); until then, refusals is how many calls it refused.
 	served   bool
 	refusals int
 	retries  list.List   // of *waiter: retries wait ahead of first attempts
@@ -424,10 +424,9 @@ func (l *Limiter) Release(t Token, s Signal) {
 // answered, nothing says that calling again at once gets one answered:
 // sent again as soon as refused, one replica called an engine down from
 // its start 2,339 times in the second before its breaker opened (96 with
-// the slot kept). maxHold keeps a replica joining an
-// engine that others keep full in the race for its free slots: refused
-// 97% of its calls, it is answered within about 33 calls, a third of a
-// second at 10ms apart.
+// the slot kept). maxHold keeps a replica joining an engine that others
+// keep full in the race for its free slots: refused 97% of its calls, it
+// is answered within about 33 calls, a third of a second at 10ms apart.
 func unservedHold(n int) time.Duration {
 	return min(maxHold, firstHold<<min(n, 16))
 }
